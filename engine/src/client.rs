@@ -1,0 +1,276 @@
+//! The public [`Client`]: owns (or borrows) a tokio runtime and runs every transfer on it.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::runtime::{Handle, Runtime};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+
+use crate::config::ClientConfig;
+use crate::download::{self, stream::GetStream, Delivery};
+use crate::error::{Error, ErrorKind, Operation, Result};
+use crate::http::{Connector, HttpClient};
+use crate::metrics::{Metrics, MetricsSnapshot};
+use crate::s3::S3;
+use crate::scheduler::Scheduler;
+use crate::task::TaskHandle;
+use crate::types::{ListOptions, ListPage, MultipartUploadSummary, ObjectInfo, ObjectSummary, PutOutput};
+use crate::upload::{self, writer::Upload};
+
+/// State shared by a client and all its tasks.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) s3: S3,
+    pub(crate) scheduler: Scheduler,
+    pub(crate) config: ClientConfig,
+    pub(crate) handle: Handle,
+    metrics: Arc<Metrics>,
+}
+
+#[derive(Debug)]
+struct ClientInner {
+    shared: Arc<Shared>,
+    runtime: Option<Runtime>,
+}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        // Never blocks, so a client may be dropped anywhere, even inside async code.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// An S3 client tuned for throughput. Cheap to clone (clones share connections, memory
+/// budget and runtime); dropping the last clone stops its runtime and cancels transfers.
+///
+/// Every async method may be awaited from any executor: the work runs on the engine's own
+/// tokio runtime, and the future only waits for it. Dropping a method's future cancels the
+/// transfer (in-flight parts are dropped, an unfinished multipart upload is aborted).
+#[derive(Debug, Clone)]
+pub struct Client {
+    inner: Arc<ClientInner>,
+}
+
+impl Client {
+    /// A client with its own multi-threaded runtime (`worker_threads` from the config).
+    pub fn new(config: ClientConfig) -> Result<Client> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.worker_threads)
+            .thread_name("gantry-worker")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::local_io("cannot start the engine runtime", e).with_operation(Operation::Config))?;
+        let handle = runtime.handle().clone();
+        Self::build(config, handle, Some(runtime))
+    }
+
+    /// A client whose tasks run on the caller's runtime `handle` (which must have the IO and
+    /// time drivers enabled and outlive the client).
+    pub fn with_runtime(config: ClientConfig, handle: Handle) -> Result<Client> {
+        Self::build(config, handle, None)
+    }
+
+    fn build(config: ClientConfig, handle: Handle, runtime: Option<Runtime>) -> Result<Client> {
+        let metrics = Arc::new(Metrics::default());
+        let t = &config.timeouts;
+        let connector = Connector::new(t.connect, config.tcp_recv_buffer_bytes, config.tcp_send_buffer_bytes);
+        let http = HttpClient::new(connector, t.pool_idle, t.first_byte, t.read_idle, metrics.clone());
+        let s3 = S3::new(&config, http, S3::new_signer(&config)?, metrics.clone());
+        let scheduler = Scheduler::new(config.max_connections, config.memory_limit_bytes);
+        let shared = Arc::new(Shared { s3, scheduler, config, handle, metrics });
+        Ok(Client { inner: Arc::new(ClientInner { shared, runtime }) })
+    }
+
+    fn shared(&self) -> &Arc<Shared> {
+        &self.inner.shared
+    }
+
+    fn spawn<T: Send + 'static>(&self, op: Operation, fut: impl Future<Output = Result<T>> + Send + 'static) -> TaskHandle<T> {
+        TaskHandle::spawn(&self.shared().handle, op, fut)
+    }
+
+    /// The validated configuration.
+    pub fn config(&self) -> &ClientConfig {
+        &self.shared().config
+    }
+
+    /// A copy of the client's counters.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.shared().metrics.snapshot()
+    }
+
+    /// Runs `fut` to completion on the calling thread: the blocking entry point for
+    /// synchronous callers (CLI, C ABI). Must not be called from inside async code.
+    pub fn block_on<F: Future>(&self, fut: F) -> F::Output {
+        futures::executor::block_on(fut)
+    }
+
+    /// Downloads `bucket/key` into `buf` (which must be at least the object's size); returns
+    /// the object's metadata. Bytes land in `buf` straight from the network buffers.
+    pub async fn get_into(&self, bucket: &str, key: &str, buf: &mut [u8]) -> Result<ObjectInfo> {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (head_tx, head_rx) = oneshot::channel();
+        let driver = self.spawn(Operation::GetObject, download::run(self.shared().clone(), bucket.into(), key.into(), Delivery::Copy(tx), head_tx));
+        let Ok(info) = head_rx.await else {
+            return Err(driver.await.err().unwrap_or_else(|| Error::cancelled(Operation::GetObject)));
+        };
+        if info.size > buf.len() as u64 {
+            return Err(Error::invalid(
+                Operation::GetObject,
+                format!("the buffer holds {} bytes but s3://{bucket}/{key} has {}", buf.len(), info.size),
+            ));
+        }
+        while let Some(chunk) = rx.recv().await {
+            let start = chunk.offset as usize;
+            buf[start..start + chunk.data.len()].copy_from_slice(&chunk.data);
+        }
+        driver.await?;
+        Ok(info)
+    }
+
+    /// Downloads `bucket/key` into the file at `path` with parallel positional writes. The
+    /// bytes go to a temporary file in the same directory that is renamed over `path` only
+    /// when the download succeeded, so a failure never leaves a partial file at `path`.
+    pub async fn download_to_file(&self, bucket: &str, key: &str, path: impl AsRef<Path>) -> Result<ObjectInfo> {
+        let shared = self.shared().clone();
+        let (bucket, key): (Arc<str>, Arc<str>) = (bucket.into(), key.into());
+        let path = path.as_ref().to_path_buf();
+        self.spawn(Operation::GetObject, async move {
+            let temp = TempFile::create(&path)?;
+            let (head_tx, head_rx) = oneshot::channel();
+            download::run(shared, bucket, key, Delivery::File(temp.file.clone()), head_tx).await?;
+            let info = head_rx.await.map_err(|_| Error::cancelled(Operation::GetObject))?;
+            temp.persist(&path)?;
+            Ok(info)
+        })
+        .await
+    }
+
+    /// Opens `bucket/key` as an in-order stream with a bounded read window (see
+    /// [`GetStream`]). Fails here, before any byte, if the object cannot be read.
+    pub async fn get_stream(&self, bucket: &str, key: &str) -> Result<GetStream> {
+        let shared = self.shared().clone();
+        let window_parts = (shared.config.read_window_bytes / shared.config.part_size_bytes).max(1) as usize;
+        let (parts_tx, parts_rx) = mpsc::unbounded_channel();
+        let (head_tx, head_rx) = oneshot::channel();
+        let delivery = Delivery::Stream { parts: parts_tx, window: Arc::new(Semaphore::new(window_parts)) };
+        let driver = self.spawn(Operation::GetObject, download::run(shared, bucket.into(), key.into(), delivery, head_tx));
+        match head_rx.await {
+            Ok(info) => Ok(GetStream::new(info, parts_rx, driver)),
+            Err(_) => Err(driver.await.err().unwrap_or_else(|| Error::cancelled(Operation::GetObject))),
+        }
+    }
+
+    /// Uploads `body` (zero-copy: parts are slices of it).
+    pub async fn put(&self, bucket: &str, key: &str, body: impl Into<Bytes>) -> Result<PutOutput> {
+        self.spawn(Operation::PutObject, upload::put_bytes(self.shared().clone(), bucket.into(), key.into(), body.into())).await
+    }
+
+    /// Uploads the file at `path`, reading parts in parallel with positional reads.
+    pub async fn put_file(&self, bucket: &str, key: &str, path: impl AsRef<Path>) -> Result<PutOutput> {
+        let (shared, bucket, key): (_, Arc<str>, Arc<str>) = (self.shared().clone(), bucket.into(), key.into());
+        let path = path.as_ref().to_path_buf();
+        self.spawn(Operation::PutObject, async move { upload::put_file(shared, bucket, key, &path).await }).await
+    }
+
+    /// Starts a writer-style upload of unknown length (see [`Upload`]).
+    pub fn upload(&self, bucket: &str, key: &str) -> Upload {
+        Upload::new(self.shared().clone(), bucket.into(), key.into())
+    }
+
+    /// HeadObject: size, ETag and metadata.
+    pub async fn head_object(&self, bucket: &str, key: &str) -> Result<ObjectInfo> {
+        let (shared, bucket, key) = (self.shared().clone(), bucket.to_string(), key.to_string());
+        self.spawn(Operation::HeadObject, async move { shared.s3.head_object(&bucket, &key).await }).await
+    }
+
+    /// DeleteObject.
+    pub async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
+        let (shared, bucket, key) = (self.shared().clone(), bucket.to_string(), key.to_string());
+        self.spawn(Operation::DeleteObject, async move { shared.s3.delete_object(&bucket, &key).await }).await
+    }
+
+    /// One page of ListObjectsV2.
+    pub async fn list_objects(&self, bucket: &str, options: &ListOptions) -> Result<ListPage> {
+        let (shared, bucket, options) = (self.shared().clone(), bucket.to_string(), options.clone());
+        self.spawn(Operation::ListObjectsV2, async move { shared.s3.list_objects(&bucket, &options).await }).await
+    }
+
+    /// Every object under `prefix`, following continuation tokens.
+    pub async fn list_all(&self, bucket: &str, prefix: Option<&str>) -> Result<Vec<ObjectSummary>> {
+        let mut options = ListOptions { prefix: prefix.map(str::to_string), ..Default::default() };
+        let mut all = Vec::new();
+        loop {
+            let page = self.list_objects(bucket, &options).await?;
+            all.extend(page.objects);
+            match page.next_continuation_token {
+                Some(token) => options.continuation_token = Some(token),
+                None => return Ok(all),
+            }
+        }
+    }
+
+    /// In-progress multipart uploads (to check that nothing was left behind).
+    pub async fn list_multipart_uploads(&self, bucket: &str, prefix: Option<&str>) -> Result<Vec<MultipartUploadSummary>> {
+        let (shared, bucket, prefix) = (self.shared().clone(), bucket.to_string(), prefix.map(str::to_string));
+        self.spawn(Operation::ListMultipartUploads, async move { shared.s3.list_multipart_uploads(&bucket, prefix.as_deref()).await })
+            .await
+    }
+
+    /// CreateBucket (for S3-compatible stores and tests; AWS buckets are usually made elsewhere).
+    pub async fn create_bucket(&self, bucket: &str) -> Result<()> {
+        let (shared, bucket) = (self.shared().clone(), bucket.to_string());
+        self.spawn(Operation::CreateBucket, async move { shared.s3.create_bucket(&bucket).await }).await
+    }
+}
+
+/// A download's temporary file: removed on drop unless persisted.
+struct TempFile {
+    path: PathBuf,
+    file: Arc<std::fs::File>,
+    keep: bool,
+}
+
+impl TempFile {
+    fn create(dest: &Path) -> Result<TempFile> {
+        let dir = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = dest
+            .file_name()
+            .ok_or_else(|| Error::invalid(Operation::LocalIo, format!("{} is not a file path", dest.display())))?;
+        let path = dir.join(format!(".{}.gantry-{:016x}", name.to_string_lossy(), rand::random::<u64>()));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| Error::local_io(format!("cannot create {}", path.display()), e))?;
+        Ok(TempFile { path, file: Arc::new(file), keep: false })
+    }
+
+    fn persist(mut self, dest: &Path) -> Result<()> {
+        std::fs::rename(&self.path, dest).map_err(|e| Error::local_io(format!("cannot rename onto {}", dest.display()), e))?;
+        self.keep = true;
+        Ok(())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Client>();
+    let _ = ErrorKind::Internal;
+}

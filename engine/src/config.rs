@@ -1,0 +1,453 @@
+//! Client configuration: one consuming builder, validated once in [`ClientConfigBuilder::build`].
+//!
+//! Every knob has a default a user would expect from a production S3 client, with units in the
+//! names. The environment is read only where the AWS tools read it too (`AWS_REGION`,
+//! `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, credentials), so a program behaves the same as
+//! the AWS CLI would on the same machine.
+
+use std::time::Duration;
+
+use crate::credentials::CredentialsSource;
+use crate::error::{Error, Operation, Result};
+
+/// 1 MiB, the unit S3 sizes are usually given in.
+pub const MIB: u64 = 1024 * 1024;
+
+/// S3's smallest part size for every part but the last.
+pub const MIN_PART_SIZE: u64 = 5 * MIB;
+/// S3's largest part size.
+pub const MAX_PART_SIZE: u64 = 5 * 1024 * MIB;
+/// S3's maximum number of parts in one multipart upload.
+pub const MAX_PARTS: u64 = 10_000;
+
+/// How a request names its bucket: in the host name or in the path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Addressing {
+    /// Virtual-hosted for AWS endpoints, path-style for IP addresses and `localhost`, because
+    /// S3-compatible stores on a bare address cannot resolve `bucket.127.0.0.1`.
+    #[default]
+    Auto,
+    /// `https://host/bucket/key`.
+    PathStyle,
+    /// `https://bucket.host/key`.
+    VirtualHosted,
+}
+
+/// Which SHA-256 the request signature covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PayloadSigning {
+    /// `UNSIGNED-PAYLOAD`: no hash of the body; saves a SHA-256 pass over every byte. TLS
+    /// protects integrity on https; over plain http the body is unprotected (as with the CRT).
+    #[default]
+    Unsigned,
+    /// Hash every body and sign the hash. Costs CPU; required by some stores on plain http.
+    Signed,
+}
+
+/// Timeouts. Each one is honoured; none is infinite by default, so nothing hangs forever.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timeouts {
+    /// TCP connect (and TLS handshake) to one server address.
+    pub connect: Duration,
+    /// From the request being sent to the response head arriving (time to first byte).
+    pub first_byte: Duration,
+    /// Longest gap with no body bytes arriving or leaving before the request is abandoned.
+    pub read_idle: Duration,
+    /// Idle pooled connections older than this are closed instead of reused (servers close
+    /// idle keep-alive connections, and a reused dead one costs a retry).
+    pub pool_idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            first_byte: Duration::from_secs(30),
+            read_idle: Duration::from_secs(30),
+            pool_idle: Duration::from_secs(15),
+        }
+    }
+}
+
+/// Retry policy for each request (a GET part, an UploadPart, ...).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryConfig {
+    /// Attempts per request, including the first one. 1 disables retries.
+    pub max_attempts: u32,
+    /// Backoff base: the first retry waits up to this long (full jitter).
+    pub initial_backoff: Duration,
+    /// Cap for a single backoff wait.
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig {
+            max_attempts: 5,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(20),
+        }
+    }
+}
+
+/// A validated client configuration. Build it with [`ClientConfig::builder`].
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub(crate) region: String,
+    pub(crate) endpoint: Option<Endpoint>,
+    pub(crate) addressing: Addressing,
+    pub(crate) credentials: CredentialsSource,
+    pub(crate) part_size_bytes: u64,
+    pub(crate) multipart_threshold_bytes: u64,
+    pub(crate) max_connections: usize,
+    pub(crate) memory_limit_bytes: u64,
+    pub(crate) read_window_bytes: u64,
+    pub(crate) payload_signing: PayloadSigning,
+    pub(crate) timeouts: Timeouts,
+    pub(crate) retry: RetryConfig,
+    pub(crate) worker_threads: usize,
+    pub(crate) tcp_recv_buffer_bytes: Option<usize>,
+    pub(crate) tcp_send_buffer_bytes: Option<usize>,
+}
+
+/// A parsed endpoint URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// `http` or `https`.
+    pub scheme: String,
+    /// Host name or IP literal (IPv6 without brackets).
+    pub host: String,
+    /// Explicit or scheme-default port.
+    pub port: u16,
+}
+
+impl Endpoint {
+    /// Parses `http(s)://host[:port][/]`.
+    pub fn parse(url: &str) -> Result<Endpoint> {
+        let bad = |why: &str| Error::invalid(Operation::Config, format!("endpoint URL {url:?}: {why}"));
+        let uri: http::Uri = url.parse().map_err(|_| bad("not a URL"))?;
+        let scheme = uri.scheme_str().ok_or_else(|| bad("missing http:// or https://"))?;
+        if scheme != "http" && scheme != "https" {
+            return Err(bad("scheme must be http or https"));
+        }
+        if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
+            return Err(bad("must not have a path or query"));
+        }
+        let host = uri.host().ok_or_else(|| bad("missing host"))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        let port = uri.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
+        Ok(Endpoint { scheme: scheme.to_string(), host, port })
+    }
+
+    /// Whether the host is an IP literal or `localhost` (no virtual-hosted addressing there).
+    pub fn is_ip_or_localhost(&self) -> bool {
+        self.host.parse::<std::net::IpAddr>().is_ok() || self.host == "localhost"
+    }
+}
+
+impl ClientConfig {
+    /// A builder preloaded with defaults and the standard AWS environment variables.
+    pub fn builder() -> ClientConfigBuilder {
+        ClientConfigBuilder::default()
+    }
+
+    /// Region used for signing.
+    pub fn region(&self) -> &str {
+        &self.region
+    }
+    /// The endpoint, or `None` for AWS's regional endpoint.
+    pub fn endpoint(&self) -> Option<&Endpoint> {
+        self.endpoint.as_ref()
+    }
+    /// Part size for ranged GETs and the base part size of uploads.
+    pub fn part_size_bytes(&self) -> u64 {
+        self.part_size_bytes
+    }
+    /// Upper bound on concurrent requests (and so on open connections).
+    pub fn max_connections(&self) -> usize {
+        self.max_connections
+    }
+    /// Hard cap on bytes held in part buffers.
+    pub fn memory_limit_bytes(&self) -> u64 {
+        self.memory_limit_bytes
+    }
+}
+
+/// Builder for [`ClientConfig`]. Setters consume and return the builder.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct ClientConfigBuilder {
+    region: Option<String>,
+    endpoint_url: Option<String>,
+    addressing: Addressing,
+    credentials: CredentialsSource,
+    part_size_bytes: u64,
+    multipart_threshold_bytes: Option<u64>,
+    throughput_target_gbps: f64,
+    max_connections: Option<usize>,
+    memory_limit_bytes: u64,
+    read_window_bytes: Option<u64>,
+    payload_signing: PayloadSigning,
+    timeouts: Timeouts,
+    retry: RetryConfig,
+    worker_threads: Option<usize>,
+    tcp_recv_buffer_bytes: Option<usize>,
+    tcp_send_buffer_bytes: Option<usize>,
+    read_env: bool,
+}
+
+impl Default for ClientConfigBuilder {
+    fn default() -> Self {
+        ClientConfigBuilder {
+            region: None,
+            endpoint_url: None,
+            addressing: Addressing::Auto,
+            credentials: CredentialsSource::Default { profile: None },
+            part_size_bytes: 8 * MIB,
+            multipart_threshold_bytes: None,
+            throughput_target_gbps: 10.0,
+            max_connections: None,
+            memory_limit_bytes: 2048 * MIB,
+            read_window_bytes: None,
+            payload_signing: PayloadSigning::Unsigned,
+            timeouts: Timeouts::default(),
+            retry: RetryConfig::default(),
+            worker_threads: None,
+            tcp_recv_buffer_bytes: None,
+            tcp_send_buffer_bytes: None,
+            read_env: true,
+        }
+    }
+}
+
+/// Connections per Gbit/s of target throughput: one S3 connection sustains roughly
+/// 400 Mbit/s, the same planning figure the CRT uses (10 connections per 4 Gbit/s).
+const CONNECTIONS_PER_GBPS: f64 = 2.5;
+
+impl ClientConfigBuilder {
+    /// Signing region. Default: `AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1`.
+    pub fn region(mut self, region: impl Into<String>) -> Self {
+        self.region = Some(region.into());
+        self
+    }
+    /// Endpoint URL such as `http://127.0.0.1:9000`. Default: `AWS_ENDPOINT_URL_S3`, then
+    /// `AWS_ENDPOINT_URL`, else the AWS regional endpoint.
+    pub fn endpoint_url(mut self, url: impl Into<String>) -> Self {
+        self.endpoint_url = Some(url.into());
+        self
+    }
+    /// Path-style or virtual-hosted requests. Default [`Addressing::Auto`].
+    pub fn addressing(mut self, addressing: Addressing) -> Self {
+        self.addressing = addressing;
+        self
+    }
+    /// Where credentials come from. Default: environment, then `~/.aws` profile files.
+    pub fn credentials(mut self, source: CredentialsSource) -> Self {
+        self.credentials = source;
+        self
+    }
+    /// Part size in bytes (5 MiB to 5 GiB). Default 8 MiB, like the CRT.
+    pub fn part_size_bytes(mut self, bytes: u64) -> Self {
+        self.part_size_bytes = bytes;
+        self
+    }
+    /// Uploads larger than this use multipart. Default: the part size.
+    pub fn multipart_threshold_bytes(mut self, bytes: u64) -> Self {
+        self.multipart_threshold_bytes = Some(bytes);
+        self
+    }
+    /// Target throughput that sizes the connection count (2.5 connections per Gbit/s).
+    /// Default 10 Gbit/s (25 connections).
+    pub fn throughput_target_gbps(mut self, gbps: f64) -> Self {
+        self.throughput_target_gbps = gbps;
+        self
+    }
+    /// Explicit cap on concurrent requests/connections; overrides the throughput target.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = Some(n);
+        self
+    }
+    /// Hard cap on bytes held in part buffers across all transfers. Default 2 GiB.
+    pub fn memory_limit_bytes(mut self, bytes: u64) -> Self {
+        self.memory_limit_bytes = bytes;
+        self
+    }
+    /// How far an in-order stream may run ahead of its reader. Default: 16 parts, at most
+    /// the memory limit.
+    pub fn read_window_bytes(mut self, bytes: u64) -> Self {
+        self.read_window_bytes = Some(bytes);
+        self
+    }
+    /// Whether to sign payload hashes. Default [`PayloadSigning::Unsigned`].
+    pub fn payload_signing(mut self, signing: PayloadSigning) -> Self {
+        self.payload_signing = signing;
+        self
+    }
+    /// All timeouts at once.
+    pub fn timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
+        self
+    }
+    /// Retry policy.
+    pub fn retry(mut self, retry: RetryConfig) -> Self {
+        self.retry = retry;
+        self
+    }
+    /// Threads of the engine's own runtime. Default: the number of CPUs.
+    pub fn worker_threads(mut self, n: usize) -> Self {
+        self.worker_threads = Some(n);
+        self
+    }
+    /// `SO_RCVBUF` for new sockets; default: the kernel's autotuning.
+    pub fn tcp_recv_buffer_bytes(mut self, bytes: usize) -> Self {
+        self.tcp_recv_buffer_bytes = Some(bytes);
+        self
+    }
+    /// `SO_SNDBUF` for new sockets; default: the kernel's autotuning.
+    pub fn tcp_send_buffer_bytes(mut self, bytes: usize) -> Self {
+        self.tcp_send_buffer_bytes = Some(bytes);
+        self
+    }
+    /// Ignore `AWS_*` environment variables for region and endpoint (tests, embedding).
+    pub fn ignore_environment(mut self) -> Self {
+        self.read_env = false;
+        self
+    }
+
+    /// Validates everything once and derives the connection count.
+    pub fn build(self) -> Result<ClientConfig> {
+        let bad = |m: String| Error::invalid(Operation::Config, m);
+        let env = |k: &str| {
+            if self.read_env {
+                std::env::var(k).ok().filter(|v| !v.is_empty())
+            } else {
+                None
+            }
+        };
+        let region = self
+            .region
+            .clone()
+            .or_else(|| env("AWS_REGION"))
+            .or_else(|| env("AWS_DEFAULT_REGION"))
+            .unwrap_or_else(|| "us-east-1".to_string());
+        let endpoint_url = self
+            .endpoint_url
+            .clone()
+            .or_else(|| env("AWS_ENDPOINT_URL_S3"))
+            .or_else(|| env("AWS_ENDPOINT_URL"));
+        let endpoint = endpoint_url.as_deref().map(Endpoint::parse).transpose()?;
+        if !(MIN_PART_SIZE..=MAX_PART_SIZE).contains(&self.part_size_bytes) {
+            return Err(bad(format!(
+                "part size {} must be between 5 MiB and 5 GiB",
+                self.part_size_bytes
+            )));
+        }
+        let max_connections = match self.max_connections {
+            Some(0) => return Err(bad("max connections must be at least 1".into())),
+            Some(n) => n,
+            None => {
+                let g = self.throughput_target_gbps;
+                if !(g.is_finite() && g > 0.0) {
+                    return Err(bad(format!("target throughput {g} Gbit/s must be positive")));
+                }
+                ((g * CONNECTIONS_PER_GBPS).ceil() as usize).max(1)
+            }
+        };
+        if self.memory_limit_bytes < self.part_size_bytes {
+            return Err(bad(format!(
+                "memory limit {} is below the part size {}: no part could ever be admitted",
+                self.memory_limit_bytes, self.part_size_bytes
+            )));
+        }
+        let read_window_bytes = self
+            .read_window_bytes
+            .unwrap_or(16 * self.part_size_bytes)
+            .clamp(self.part_size_bytes, self.memory_limit_bytes);
+        if self.retry.max_attempts == 0 {
+            return Err(bad("retry max attempts must be at least 1".into()));
+        }
+        if self.worker_threads == Some(0) {
+            return Err(bad("worker threads must be at least 1".into()));
+        }
+        let worker_threads = self
+            .worker_threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+        Ok(ClientConfig {
+            region,
+            endpoint,
+            addressing: self.addressing,
+            credentials: self.credentials,
+            part_size_bytes: self.part_size_bytes,
+            multipart_threshold_bytes: self.multipart_threshold_bytes.unwrap_or(self.part_size_bytes),
+            max_connections,
+            memory_limit_bytes: self.memory_limit_bytes,
+            read_window_bytes,
+            payload_signing: self.payload_signing,
+            timeouts: self.timeouts,
+            retry: self.retry,
+            worker_threads,
+            tcp_recv_buffer_bytes: self.tcp_recv_buffer_bytes,
+            tcp_send_buffer_bytes: self.tcp_send_buffer_bytes,
+        })
+    }
+}
+
+/// Parses a human size such as `8MiB`, `8 MiB`, `1GiB`, `512k` or `1048576` into bytes.
+/// Binary (`KiB`, `MiB`) and decimal (`KB`, `MB`) units follow their usual meaning.
+pub fn parse_size(text: &str) -> Result<u64> {
+    parse_size::Config::new()
+        .parse_size(text.trim())
+        .map_err(|e| Error::invalid(Operation::Config, format!("size {text:?}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_derive_connections_from_throughput() {
+        let c = ClientConfig::builder().ignore_environment().build().unwrap();
+        assert_eq!(c.max_connections, 25);
+        assert_eq!(c.part_size_bytes, 8 * MIB);
+        assert_eq!(c.region, "us-east-1");
+        let c = ClientConfig::builder()
+            .ignore_environment()
+            .throughput_target_gbps(100.0)
+            .build()
+            .unwrap();
+        assert_eq!(c.max_connections, 250);
+        let c = ClientConfig::builder().ignore_environment().max_connections(3).build().unwrap();
+        assert_eq!(c.max_connections, 3);
+    }
+
+    #[test]
+    fn rejects_impossible_settings() {
+        let b = || ClientConfig::builder().ignore_environment();
+        assert!(b().part_size_bytes(MIB).build().is_err());
+        assert!(b().memory_limit_bytes(MIB).build().is_err());
+        assert!(b().max_connections(0).build().is_err());
+        assert!(b().endpoint_url("ftp://x").build().is_err());
+        assert!(b().endpoint_url("http://x:9000/path").build().is_err());
+    }
+
+    #[test]
+    fn endpoint_parsing() {
+        let e = Endpoint::parse("http://127.0.0.1:9000").unwrap();
+        assert_eq!((e.scheme.as_str(), e.host.as_str(), e.port), ("http", "127.0.0.1", 9000));
+        assert!(e.is_ip_or_localhost());
+        let e = Endpoint::parse("https://s3.us-west-2.amazonaws.com/").unwrap();
+        assert_eq!(e.port, 443);
+        assert!(!e.is_ip_or_localhost());
+        let e = Endpoint::parse("http://[::1]:8080").unwrap();
+        assert_eq!(e.host, "::1");
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("8MiB").unwrap(), 8 * MIB);
+        assert_eq!(parse_size("8 MiB").unwrap(), 8 * MIB);
+        assert_eq!(parse_size("1GiB").unwrap(), 1024 * MIB);
+        assert_eq!(parse_size("1000").unwrap(), 1000);
+        assert!(parse_size("eight").is_err());
+    }
+}

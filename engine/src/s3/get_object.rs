@@ -1,0 +1,109 @@
+//! GetObject for one byte range (one part of a download).
+
+use std::ops::Range;
+
+use http::{header, Method, StatusCode};
+
+use super::{header_str, S3Request, S3};
+use crate::error::{Error, ErrorKind, Operation};
+use crate::http::Body;
+
+/// What a ranged GET's response head says.
+#[derive(Debug, Clone)]
+pub(crate) struct RangeHead {
+    /// Entity tag of the object version served.
+    pub(crate) etag: Option<String>,
+    /// First byte of the body within the object.
+    pub(crate) start: u64,
+    /// One past the last byte of the body.
+    pub(crate) end: u64,
+    /// Size of the whole object.
+    pub(crate) total: u64,
+    pub(crate) last_modified: Option<String>,
+    pub(crate) content_type: Option<String>,
+}
+
+impl S3 {
+    /// One attempt at `GET bucket/key` for `range` (or the whole object when `None`),
+    /// conditional on `if_match`.
+    pub(crate) async fn get_range(
+        &self,
+        bucket: &str,
+        key: &str,
+        range: Option<Range<u64>>,
+        if_match: Option<&str>,
+        attempt: u32,
+    ) -> Result<(RangeHead, Body), Error> {
+        let op = Operation::GetObject;
+        let mut req = S3Request::new(op, Method::GET, bucket, Some(key));
+        if let Some(r) = &range {
+            req = req.header(header::RANGE, &format!("bytes={}-{}", r.start, r.end - 1))?;
+        }
+        if let Some(etag) = if_match {
+            req = req.header(header::IF_MATCH, etag)?;
+        }
+        let response = self.send(&req, attempt).await?;
+        let (parts, body) = response.into_parts();
+        let h = &parts.headers;
+        let content_length: Option<u64> = header_str(h, "content-length").and_then(|v| v.parse().ok());
+        let (start, end, total) = match parts.status {
+            StatusCode::PARTIAL_CONTENT => {
+                let cr = header_str(h, "content-range")
+                    .ok_or_else(|| Error::new(ErrorKind::Protocol, op, "206 without Content-Range"))?;
+                parse_content_range(&cr)
+                    .ok_or_else(|| Error::new(ErrorKind::Protocol, op, format!("bad Content-Range {cr:?}")))?
+            }
+            // A whole-object answer: the server ignored the range or none was asked for.
+            _ => {
+                let len = content_length
+                    .ok_or_else(|| Error::new(ErrorKind::Protocol, op, "200 without Content-Length"))?;
+                (0, len, len)
+            }
+        };
+        if let Some(len) = content_length {
+            if len != end - start {
+                return Err(Error::new(
+                    ErrorKind::Protocol,
+                    op,
+                    format!("Content-Length {len} disagrees with the range {start}-{end}"),
+                ));
+            }
+        }
+        let head = RangeHead {
+            etag: header_str(h, "etag"),
+            start,
+            end,
+            total,
+            last_modified: header_str(h, "last-modified"),
+            content_type: header_str(h, "content-type"),
+        };
+        Ok((head, body))
+    }
+}
+
+/// Parses `bytes START-END/TOTAL` into `(start, end_exclusive, total)`.
+pub(crate) fn parse_content_range(value: &str) -> Option<(u64, u64, u64)> {
+    let rest = value.trim().strip_prefix("bytes ")?;
+    let (range, total) = rest.split_once('/')?;
+    let (a, b) = range.split_once('-')?;
+    let (start, last, total): (u64, u64, u64) = (a.parse().ok()?, b.parse().ok()?, total.parse().ok()?);
+    if start > last || last >= total {
+        return None;
+    }
+    Some((start, last + 1, total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_content_range;
+
+    #[test]
+    fn content_range() {
+        assert_eq!(parse_content_range("bytes 0-99/1000"), Some((0, 100, 1000)));
+        assert_eq!(parse_content_range("bytes 999-999/1000"), Some((999, 1000, 1000)));
+        assert_eq!(parse_content_range("bytes 5-4/1000"), None);
+        assert_eq!(parse_content_range("bytes 0-1000/1000"), None);
+        assert_eq!(parse_content_range("bytes */0"), None);
+        assert_eq!(parse_content_range("items 0-1/2"), None);
+    }
+}

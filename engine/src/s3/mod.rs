@@ -1,0 +1,331 @@
+//! S3 operations over the HTTP layer: one file per operation, sharing the request builder,
+//! signer and error mapping here.
+//!
+//! An [`S3Request`] is a description (method, bucket, key, query, headers, body) that can be
+//! built into a signed HTTP request any number of times: each retry signs afresh, so a long
+//! backoff never sends a stale `x-amz-date`.
+
+pub(crate) mod abort_multipart;
+pub(crate) mod complete_multipart;
+pub(crate) mod create_bucket;
+pub(crate) mod create_multipart;
+pub(crate) mod delete_object;
+pub(crate) mod get_object;
+pub(crate) mod head_object;
+pub(crate) mod list_multipart_uploads;
+pub(crate) mod list_objects;
+pub(crate) mod put_object;
+pub(crate) mod sign;
+pub(crate) mod upload_part;
+pub(crate) mod xml;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Method, StatusCode};
+use http_body_util::Full;
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+
+use crate::config::{Addressing, ClientConfig, Endpoint, PayloadSigning, RetryConfig};
+use crate::error::{Error, ErrorKind, Operation};
+use crate::http::{Authority, Body, HttpClient};
+use crate::metrics::Metrics;
+use crate::retry::Retry;
+use sign::{Payload, Signer};
+
+/// Characters kept as-is in a URI path: RFC 3986 unreserved plus `/`.
+const PATH: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~').remove(b'/');
+/// Characters kept as-is in a query component: RFC 3986 unreserved.
+const QUERY: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
+/// Largest XML answer we read (ListObjectsV2 with 1,000 long keys stays well below).
+const MAX_XML_BYTES: usize = 16 << 20;
+
+/// Everything needed to talk S3 to one endpoint.
+#[derive(Debug)]
+pub(crate) struct S3 {
+    pub(crate) http: HttpClient,
+    signer: Signer,
+    endpoint: Endpoint,
+    addressing: Addressing,
+    payload_signing: PayloadSigning,
+    pub(crate) retry: RetryConfig,
+    pub(crate) metrics: Arc<Metrics>,
+}
+
+/// A request description; [`S3::send`] builds, signs and sends it.
+#[derive(Debug, Clone)]
+pub(crate) struct S3Request<'a> {
+    pub(crate) op: Operation,
+    pub(crate) method: Method,
+    pub(crate) bucket: &'a str,
+    pub(crate) key: Option<&'a str>,
+    pub(crate) query: Vec<(&'static str, String)>,
+    pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
+    pub(crate) body: Bytes,
+}
+
+impl<'a> S3Request<'a> {
+    pub(crate) fn new(op: Operation, method: Method, bucket: &'a str, key: Option<&'a str>) -> Self {
+        S3Request { op, method, bucket, key, query: Vec::new(), headers: Vec::new(), body: Bytes::new() }
+    }
+
+    pub(crate) fn query(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.query.push((name, value.into()));
+        self
+    }
+
+    pub(crate) fn header(mut self, name: HeaderName, value: &str) -> Result<Self, Error> {
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| Error::invalid(self.op, format!("header {name} has an invalid value")))?;
+        self.headers.push((name, value));
+        Ok(self)
+    }
+
+    pub(crate) fn body(mut self, body: Bytes) -> Self {
+        self.body = body;
+        self
+    }
+}
+
+impl S3 {
+    pub(crate) fn new(config: &ClientConfig, http: HttpClient, signer: Signer, metrics: Arc<Metrics>) -> Self {
+        let endpoint = config.endpoint.clone().unwrap_or_else(|| Endpoint {
+            scheme: "https".into(),
+            host: format!("s3.{}.amazonaws.com", config.region),
+            port: 443,
+        });
+        S3 {
+            http,
+            signer,
+            endpoint,
+            addressing: config.addressing,
+            payload_signing: config.payload_signing,
+            retry: config.retry.clone(),
+            metrics,
+        }
+    }
+
+    pub(crate) fn new_signer(config: &ClientConfig) -> Result<Signer, Error> {
+        Ok(Signer::new(config.credentials.resolve()?, config.region.clone()))
+    }
+
+    fn path_style(&self, bucket: &str) -> bool {
+        match self.addressing {
+            Addressing::PathStyle => true,
+            Addressing::VirtualHosted => false,
+            // Dotted bucket names do not match the TLS wildcard certificate; non-DNS names
+            // cannot be host names at all.
+            Addressing::Auto => {
+                self.endpoint.is_ip_or_localhost()
+                    || bucket.contains('.')
+                    || !bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            }
+        }
+    }
+
+    /// Builds and signs the HTTP request for one attempt.
+    fn build(&self, req: &S3Request<'_>) -> Result<(Authority, http::Request<Full<Bytes>>), Error> {
+        let path_style = self.path_style(req.bucket);
+        let host = if path_style { self.endpoint.host.clone() } else { format!("{}.{}", req.bucket, self.endpoint.host) };
+        let mut path = String::with_capacity(64);
+        path.push('/');
+        if path_style && !req.bucket.is_empty() {
+            path.extend(utf8_percent_encode(req.bucket, PATH));
+            path.push('/');
+        }
+        if let Some(key) = req.key {
+            path.extend(utf8_percent_encode(key, PATH));
+        }
+        let mut query = String::new();
+        for (i, (k, v)) in req.query.iter().enumerate() {
+            query.push(if i == 0 { '?' } else { '&' });
+            query.push_str(k);
+            if !v.is_empty() {
+                query.push('=');
+                query.extend(utf8_percent_encode(v, QUERY));
+            }
+        }
+        let default_port = if self.endpoint.scheme == "https" { 443 } else { 80 };
+        let host_header = if self.endpoint.port == default_port {
+            bracket(&host)
+        } else {
+            format!("{}:{}", bracket(&host), self.endpoint.port)
+        };
+        let uri = format!("{}://{}{}{}", self.endpoint.scheme, host_header, path, query);
+        let mut builder = http::Request::builder().method(req.method.clone()).uri(&uri).header(http::header::HOST, &host_header);
+        for (k, v) in &req.headers {
+            builder = builder.header(k, v);
+        }
+        let mut request = builder
+            .header(http::header::CONTENT_LENGTH, req.body.len())
+            .body(Full::new(req.body.clone()))
+            .map_err(|e| Error::invalid(req.op, "cannot build the HTTP request").with_source(e))?;
+        let payload = match self.payload_signing {
+            PayloadSigning::Signed => Payload::Signed(&req.body),
+            PayloadSigning::Unsigned if req.body.is_empty() => Payload::Signed(&[]),
+            PayloadSigning::Unsigned => Payload::Unsigned,
+        };
+        self.signer.sign(&mut request, payload, req.op)?;
+        let authority = Authority { tls: self.endpoint.scheme == "https", host, port: self.endpoint.port };
+        Ok((authority, request))
+    }
+
+    /// One attempt: sends the request and maps a non-2xx answer to a typed error (reading
+    /// its XML body). The 2xx body is left for the caller to read.
+    pub(crate) async fn send(&self, req: &S3Request<'_>, attempt: u32) -> Result<http::Response<Body>, Error> {
+        let (authority, request) = self.build(req)?;
+        self.metrics.add_request(attempt > 0);
+        let result = self.http.send(&authority, request, req.op).await;
+        let mut response = match result {
+            Ok(r) => r,
+            Err(e) => {
+                self.metrics.add_error();
+                return Err(e);
+            }
+        };
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        self.metrics.add_error();
+        let status = response.status();
+        let request_id = header_str(response.headers(), "x-amz-request-id");
+        let body = if req.method == Method::HEAD {
+            Bytes::new()
+        } else {
+            response.body_mut().collect(64 << 10).await.unwrap_or_default()
+        };
+        Err(status_error(req.op, status, &body, request_id, req))
+    }
+
+    /// Sends a request whose answer is a small document, with retries; returns the response
+    /// head and its whole body. A 200 carrying an `<Error>` document counts as that error.
+    pub(crate) async fn execute(&self, req: &S3Request<'_>) -> Result<(http::response::Parts, Bytes), Error> {
+        let mut retry = Retry::new(&self.retry);
+        loop {
+            let result = async {
+                let response = self.send(req, retry.attempt()).await?;
+                let (parts, mut body) = response.into_parts();
+                let bytes = body.collect(MAX_XML_BYTES).await?;
+                if xml::is_error_document(&bytes) {
+                    let request_id = header_str(&parts.headers, "x-amz-request-id");
+                    return Err(status_error(req.op, StatusCode::OK, &bytes, request_id, req));
+                }
+                Ok((parts, bytes))
+            }
+            .await;
+            match result {
+                Ok(v) => return Ok(v),
+                Err(e) => retry.on_error(e).await?,
+            }
+        }
+    }
+}
+
+fn bracket(host: &str) -> String {
+    if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
+}
+
+pub(crate) fn header_str(headers: &http::HeaderMap, name: &str) -> Option<String> {
+    headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
+}
+
+/// Maps an error answer to a typed error: kind from status and S3 code, retryability from
+/// the kind with S3's special cases (`RequestTimeout` and `InternalError` retry; an expired
+/// token does not).
+fn status_error(op: Operation, status: StatusCode, body: &[u8], header_request_id: Option<String>, req: &S3Request<'_>) -> Error {
+    let parsed: xml::ErrorBody = if body.is_empty() { Default::default() } else { xml::parse(body, op).unwrap_or_default() };
+    let code = parsed.code;
+    let kind = match (status.as_u16(), code.as_deref()) {
+        (_, Some("SlowDown" | "Throttling" | "ThrottlingException" | "RequestLimitExceeded")) => ErrorKind::Throttled,
+        (_, Some("RequestTimeout")) => ErrorKind::Timeout,
+        (_, Some("InternalError" | "ServiceUnavailable")) => ErrorKind::ServerError,
+        (_, Some("ExpiredToken" | "InvalidAccessKeyId" | "SignatureDoesNotMatch" | "InvalidToken")) => ErrorKind::AccessDenied,
+        (404, _) => ErrorKind::NotFound,
+        (403, _) => ErrorKind::AccessDenied,
+        (412, _) => ErrorKind::ObjectChanged,
+        (429, _) | (503, _) => ErrorKind::Throttled,
+        (500..=599, _) => ErrorKind::ServerError,
+        (200..=299, _) => ErrorKind::ServerError,
+        _ => ErrorKind::ClientError,
+    };
+    let target = match req.key {
+        Some(k) => format!("s3://{}/{}", req.bucket, k),
+        None => format!("s3://{}", req.bucket),
+    };
+    let detail = parsed.message.map(|m| format!(": {m}")).unwrap_or_default();
+    let code = code.or_else(|| match status.as_u16() {
+        404 if req.method == Method::HEAD => Some("NotFound".to_string()),
+        _ => None,
+    });
+    Error::new(kind, op, format!("{target}{detail}")).with_http(status.as_u16(), code, header_request_id.or(parsed.request_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ClientConfig;
+    use crate::credentials::{Credentials, CredentialsSource};
+
+    fn s3(endpoint: &str, addressing: Addressing) -> S3 {
+        let config = ClientConfig::builder()
+            .ignore_environment()
+            .endpoint_url(endpoint)
+            .addressing(addressing)
+            .credentials(CredentialsSource::Static(Credentials::new("AKID", "SECRET")))
+            .build()
+            .unwrap();
+        let metrics = Arc::new(Metrics::default());
+        let connector = crate::http::Connector::new(config.timeouts.connect, None, None);
+        let http = HttpClient::new(connector, config.timeouts.pool_idle, config.timeouts.first_byte, config.timeouts.read_idle, metrics.clone());
+        S3::new(&config, http, S3::new_signer(&config).unwrap(), metrics)
+    }
+
+    #[test]
+    fn path_style_for_ip_endpoints_and_encoding() {
+        let s = s3("http://127.0.0.1:9000", Addressing::Auto);
+        let req = S3Request::new(Operation::GetObject, Method::GET, "bkt", Some("dir/a b+c%.bin")).query("uploadId", "x/y=");
+        let (auth, r) = s.build(&req).unwrap();
+        assert_eq!(auth.host, "127.0.0.1");
+        assert_eq!(r.uri().to_string(), "http://127.0.0.1:9000/bkt/dir/a%20b%2Bc%25.bin?uploadId=x%2Fy%3D");
+        assert_eq!(r.headers()["host"], "127.0.0.1:9000");
+        assert!(r.headers()["authorization"].to_str().unwrap().starts_with("AWS4-HMAC-SHA256 Credential=AKID/"));
+        assert_eq!(r.headers()["x-amz-content-sha256"], "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    }
+
+    #[test]
+    fn virtual_hosted_for_aws_names() {
+        let s = s3("https://s3.us-west-2.amazonaws.com", Addressing::Auto);
+        let req = S3Request::new(Operation::PutObject, Method::PUT, "bkt", Some("k")).body(Bytes::from_static(b"x"));
+        let (auth, r) = s.build(&req).unwrap();
+        assert_eq!(auth.host, "bkt.s3.us-west-2.amazonaws.com");
+        assert_eq!(r.uri().to_string(), "https://bkt.s3.us-west-2.amazonaws.com/k");
+        assert_eq!(r.headers()["x-amz-content-sha256"], "UNSIGNED-PAYLOAD");
+        // Dotted bucket names fall back to path-style.
+        let req = S3Request::new(Operation::GetObject, Method::GET, "my.bucket", Some("k"));
+        let (auth, _) = s.build(&req).unwrap();
+        assert_eq!(auth.host, "s3.us-west-2.amazonaws.com");
+    }
+
+    #[test]
+    fn status_mapping() {
+        let req = S3Request::new(Operation::GetObject, Method::GET, "b", Some("k"));
+        let body = b"<Error><Code>SlowDown</Code><Message>Reduce</Message><RequestId>R1</RequestId></Error>";
+        let e = status_error(Operation::GetObject, StatusCode::SERVICE_UNAVAILABLE, body, None, &req);
+        assert_eq!(e.kind(), ErrorKind::Throttled);
+        assert!(e.is_retryable());
+        assert_eq!(e.request_id(), Some("R1"));
+        let e = status_error(Operation::GetObject, StatusCode::NOT_FOUND, b"<Error><Code>NoSuchKey</Code></Error>", Some("H".into()), &req);
+        assert_eq!((e.kind(), e.s3_code(), e.request_id()), (ErrorKind::NotFound, Some("NoSuchKey"), Some("H")));
+        assert!(!e.is_retryable());
+        let e = status_error(Operation::GetObject, StatusCode::BAD_REQUEST, b"<Error><Code>RequestTimeout</Code></Error>", None, &req);
+        assert!(e.is_retryable());
+        let e = status_error(Operation::GetObject, StatusCode::FORBIDDEN, b"", None, &req);
+        assert_eq!(e.kind(), ErrorKind::AccessDenied);
+        assert!(!e.is_retryable());
+    }
+}

@@ -1,0 +1,168 @@
+//! S3's XML documents, parsed and written with quick-xml's serde support.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, ErrorKind, Operation};
+
+/// `<Error>` body of a failed request (also sent inside a 200 by CompleteMultipartUpload).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct ErrorBody {
+    pub(crate) code: Option<String>,
+    pub(crate) message: Option<String>,
+    pub(crate) request_id: Option<String>,
+}
+
+/// `<InitiateMultipartUploadResult>`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct InitiateMultipartUploadResult {
+    pub(crate) upload_id: String,
+}
+
+/// `<CompleteMultipartUploadResult>` (only the fields we use).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct CompleteMultipartUploadResult {
+    #[serde(rename = "ETag")]
+    pub(crate) etag: Option<String>,
+}
+
+/// `<CompleteMultipartUpload>` request body.
+#[derive(Debug, Serialize)]
+#[serde(rename = "CompleteMultipartUpload")]
+pub(crate) struct CompleteMultipartUpload {
+    #[serde(rename = "Part")]
+    pub(crate) parts: Vec<CompletedPart>,
+}
+
+/// One `<Part>` of [`CompleteMultipartUpload`].
+#[derive(Debug, Serialize)]
+pub(crate) struct CompletedPart {
+    #[serde(rename = "PartNumber")]
+    pub(crate) part_number: u32,
+    #[serde(rename = "ETag")]
+    pub(crate) etag: String,
+}
+
+/// `<ListBucketResult>` of ListObjectsV2.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct ListBucketResult {
+    #[serde(default)]
+    pub(crate) contents: Vec<ListEntry>,
+    #[serde(default)]
+    pub(crate) common_prefixes: Vec<CommonPrefix>,
+    #[serde(default)]
+    pub(crate) is_truncated: bool,
+    pub(crate) next_continuation_token: Option<String>,
+}
+
+/// One `<Contents>` entry.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct ListEntry {
+    pub(crate) key: String,
+    #[serde(default)]
+    pub(crate) size: u64,
+    #[serde(rename = "ETag")]
+    pub(crate) etag: Option<String>,
+    pub(crate) last_modified: Option<String>,
+}
+
+/// One `<CommonPrefixes>` entry.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct CommonPrefix {
+    pub(crate) prefix: String,
+}
+
+/// `<ListMultipartUploadsResult>`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct ListMultipartUploadsResult {
+    #[serde(default, rename = "Upload")]
+    pub(crate) uploads: Vec<UploadEntry>,
+}
+
+/// One `<Upload>` entry.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct UploadEntry {
+    pub(crate) key: String,
+    pub(crate) upload_id: String,
+}
+
+/// Parses an S3 XML document, mapping failure to a retryable protocol error.
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(body: &[u8], op: Operation) -> Result<T, Error> {
+    let text = std::str::from_utf8(body)
+        .map_err(|e| Error::new(ErrorKind::Protocol, op, "response XML is not UTF-8").with_source(e))?;
+    quick_xml::de::from_str(text)
+        .map_err(|e| Error::new(ErrorKind::Protocol, op, "cannot parse the response XML").with_source(e))
+}
+
+/// Whether a 200 body is really an `<Error>` document (CompleteMultipartUpload does this).
+pub(crate) fn is_error_document(body: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(&body[..body.len().min(512)]);
+    let start = text.trim_start();
+    let start = match start.strip_prefix("<?xml") {
+        Some(rest) => rest.split_once("?>").map_or("", |(_, r)| r).trim_start(),
+        None => start,
+    };
+    start.starts_with("<Error>")
+}
+
+/// Serialises a request document.
+pub(crate) fn to_string<T: Serialize>(doc: &T) -> String {
+    quick_xml::se::to_string(doc).expect("S3 request documents always serialise")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_list_result() {
+        let xml = r#"<?xml version="1.0" encoding="UTF-8"?>
+<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>b</Name><Prefix></Prefix>
+<KeyCount>2</KeyCount><MaxKeys>2</MaxKeys><IsTruncated>true</IsTruncated>
+<Contents><Key>a&amp;b</Key><LastModified>2024-01-01T00:00:00.000Z</LastModified><ETag>"e1"</ETag><Size>5</Size></Contents>
+<Contents><Key>c</Key><Size>0</Size></Contents>
+<NextContinuationToken>tok</NextContinuationToken></ListBucketResult>"#;
+        let r: ListBucketResult = parse(xml.as_bytes(), Operation::ListObjectsV2).unwrap();
+        assert_eq!(r.contents.len(), 2);
+        assert_eq!(r.contents[0].key, "a&b");
+        assert_eq!(r.contents[0].etag.as_deref(), Some("\"e1\""));
+        assert!(r.is_truncated);
+        assert_eq!(r.next_continuation_token.as_deref(), Some("tok"));
+    }
+
+    #[test]
+    fn parses_error_and_detects_error_in_200() {
+        let xml = b"<?xml version=\"1.0\"?>\n<Error><Code>SlowDown</Code><Message>m</Message><RequestId>R</RequestId></Error>";
+        let e: ErrorBody = parse(xml, Operation::GetObject).unwrap();
+        assert_eq!(e.code.as_deref(), Some("SlowDown"));
+        assert_eq!(e.request_id.as_deref(), Some("R"));
+        assert!(is_error_document(xml));
+        assert!(!is_error_document(b"<CompleteMultipartUploadResult></CompleteMultipartUploadResult>"));
+    }
+
+    #[test]
+    fn writes_complete_document() {
+        let doc = CompleteMultipartUpload {
+            parts: vec![CompletedPart { part_number: 1, etag: "\"a&b\"".into() }],
+        };
+        let s = to_string(&doc);
+        assert_eq!(
+            s,
+            "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>\"a&amp;b\"</ETag></Part></CompleteMultipartUpload>"
+        );
+    }
+
+    #[test]
+    fn garbage_is_a_retryable_protocol_error() {
+        let e = parse::<ListBucketResult>(b"<<<", Operation::ListObjectsV2).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Protocol);
+        assert!(e.is_retryable());
+    }
+}

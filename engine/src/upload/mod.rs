@@ -1,0 +1,290 @@
+//! Uploads: a single PutObject at or below the multipart threshold, otherwise
+//! CreateMultipartUpload → parallel UploadPart → CompleteMultipartUpload.
+//!
+//! A [`Multipart`] session owns the upload id and its part tasks. Whatever happens, it ends
+//! in exactly one of CompleteMultipartUpload or AbortMultipartUpload: failures abort
+//! explicitly (and wait for the abort), and dropping a session that was neither completed
+//! nor aborted (a cancelled future, a dropped writer) aborts in the background, so no
+//! orphaned parts are left behind to be billed.
+//!
+//! Part sizes grow so that no upload needs more than S3's 10,000 parts: for a known size the
+//! part size is raised up front; for a stream of unknown length it doubles every 1,000 parts.
+
+pub(crate) mod writer;
+
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::task::JoinSet;
+
+use crate::buffer_pool::MemoryPermit;
+use crate::client::Shared;
+use crate::config::{MAX_PARTS, MAX_PART_SIZE, MIB};
+use crate::error::{Error, ErrorKind, Operation, Result};
+use crate::scheduler::ConnectionSlot;
+use crate::types::PutOutput;
+
+/// Part size for an upload of `size` bytes: the configured size, raised (in whole MiB) until
+/// the upload fits in 10,000 parts.
+pub(crate) fn part_size_for(size: u64, base: u64) -> Result<u64> {
+    let needed = size.div_ceil(MAX_PARTS).div_ceil(MIB) * MIB;
+    let part = base.max(needed);
+    if part > MAX_PART_SIZE {
+        return Err(Error::invalid(Operation::PutObject, format!("{size} bytes exceed S3's largest object")));
+    }
+    Ok(part)
+}
+
+/// Part size of part `number` (1-based) of a stream of unknown length: doubles every 1,000
+/// parts, so 10,000 parts of a stream starting at 8 MiB reach past S3's 5 TiB object limit.
+pub(crate) fn stream_part_size(base: u64, number: u32, cap: u64) -> u64 {
+    let doublings = ((number.saturating_sub(1)) / 1000).min(20);
+    (base << doublings).min(MAX_PART_SIZE).min(cap.max(base))
+}
+
+/// Where a part's bytes come from.
+#[derive(Debug)]
+pub(crate) enum PartBody {
+    /// Bytes already in memory (caller's buffer slice or a filled writer buffer).
+    Ready(Bytes),
+    /// A range of a file, read inside the part task into a pooled buffer.
+    File(Arc<std::fs::File>, Range<u64>),
+}
+
+/// One multipart upload in progress.
+#[derive(Debug)]
+pub(crate) struct Multipart {
+    shared: Arc<Shared>,
+    bucket: Arc<str>,
+    key: Arc<str>,
+    upload_id: Arc<str>,
+    tasks: JoinSet<Result<(u32, String)>>,
+    done: Vec<(u32, String)>,
+    size: u64,
+    ended: bool,
+}
+
+impl Multipart {
+    /// CreateMultipartUpload. Runs on the engine runtime.
+    pub(crate) async fn create(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<str>) -> Result<Self> {
+        let slot = shared.scheduler.slot().await;
+        let upload_id = shared.s3.create_multipart(&bucket, &key).await?;
+        drop(slot);
+        Ok(Multipart { shared, bucket, key, upload_id: upload_id.into(), tasks: JoinSet::new(), done: Vec::new(), size: 0, ended: false })
+    }
+
+    /// Collects finished parts; returns the first part failure.
+    pub(crate) fn reap(&mut self) -> Result<()> {
+        while let Some(joined) = self.tasks.try_join_next() {
+            self.done.push(part_result(joined)?);
+        }
+        Ok(())
+    }
+
+    /// Starts uploading part `number` on the engine runtime, holding `slot` and `memory`.
+    pub(crate) fn spawn_part(&mut self, number: u32, body: PartBody, len: u64, slot: ConnectionSlot, memory: Option<MemoryPermit>) -> Result<()> {
+        if u64::from(number) > MAX_PARTS {
+            return Err(Error::invalid(Operation::UploadPart, "the upload needs more than 10,000 parts"));
+        }
+        self.size += len;
+        let (shared, bucket, key, id) = (self.shared.clone(), self.bucket.clone(), self.key.clone(), self.upload_id.clone());
+        self.tasks.spawn_on(upload_part_task(shared, bucket, key, id, number, body, slot, memory), &self.shared.handle);
+        Ok(())
+    }
+
+    /// Waits for every part, then CompleteMultipartUpload. Aborts instead on any failure.
+    pub(crate) async fn complete(mut self) -> Result<PutOutput> {
+        let result = self.complete_inner().await;
+        if result.is_err() {
+            self.abort().await;
+        }
+        result
+    }
+
+    async fn complete_inner(&mut self) -> Result<PutOutput> {
+        while let Some(joined) = self.tasks.join_next().await {
+            self.done.push(part_result(joined)?);
+        }
+        let mut parts = std::mem::take(&mut self.done);
+        parts.sort_unstable_by_key(|p| p.0);
+        let count = parts.len() as u32;
+        let slot = self.shared.scheduler.slot().await;
+        let etag = self.shared.s3.complete_multipart(&self.bucket, &self.key, &self.upload_id, parts).await?;
+        drop(slot);
+        self.ended = true;
+        Ok(PutOutput { etag, size: self.size, parts: count })
+    }
+
+    /// Stops the part tasks and aborts the upload on the server, waiting for the answer.
+    /// An abort that fails is logged: the caller's original error matters more.
+    pub(crate) async fn abort(mut self) {
+        self.tasks.abort_all();
+        while self.tasks.join_next().await.is_some() {}
+        self.ended = true;
+        if let Err(e) = self.shared.s3.abort_multipart(&self.bucket, &self.key, &self.upload_id).await {
+            tracing::warn!(error = %e, bucket = %self.bucket, key = %self.key, "AbortMultipartUpload failed; the upload may be left behind");
+        }
+    }
+}
+
+impl Drop for Multipart {
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        // Cancelled: stop the parts now and abort on the server in the background.
+        self.tasks.abort_all();
+        let (shared, bucket, key, id) = (self.shared.clone(), self.bucket.clone(), self.key.clone(), self.upload_id.clone());
+        self.shared.handle.spawn(async move {
+            if let Err(e) = shared.s3.abort_multipart(&bucket, &key, &id).await {
+                tracing::warn!(error = %e, %bucket, %key, "AbortMultipartUpload after cancel failed");
+            }
+        });
+    }
+}
+
+fn part_result(joined: std::result::Result<Result<(u32, String)>, tokio::task::JoinError>) -> Result<(u32, String)> {
+    joined.map_err(|e| {
+        if e.is_cancelled() {
+            Error::cancelled(Operation::UploadPart)
+        } else {
+            Error::new(ErrorKind::Internal, Operation::UploadPart, "an upload task panicked").with_retryable(false)
+        }
+    })?
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn upload_part_task(
+    shared: Arc<Shared>,
+    bucket: Arc<str>,
+    key: Arc<str>,
+    upload_id: Arc<str>,
+    number: u32,
+    body: PartBody,
+    slot: ConnectionSlot,
+    memory: Option<MemoryPermit>,
+) -> Result<(u32, String)> {
+    let bytes = match body {
+        PartBody::Ready(b) => b,
+        PartBody::File(file, range) => read_file_range(&shared, file, range).await?,
+    };
+    let etag = shared.s3.upload_part(&bucket, &key, &upload_id, number, bytes.clone()).await?;
+    drop(slot);
+    // Recycle the buffer if nobody else holds it (hyper has dropped its copy by now).
+    if memory.is_some() {
+        if let Ok(buf) = bytes.try_into_mut() {
+            shared.scheduler.memory.give_back(buf.into());
+        }
+    }
+    drop(memory);
+    Ok((number, etag))
+}
+
+/// Reads `range` of `file` into a pooled buffer on the blocking pool.
+pub(crate) async fn read_file_range(shared: &Arc<Shared>, file: Arc<std::fs::File>, range: Range<u64>) -> Result<Bytes> {
+    let len = (range.end - range.start) as usize;
+    let mut buf = shared.scheduler.memory.take(len);
+    tokio::task::spawn_blocking(move || {
+        buf.resize(len, 0);
+        file.read_exact_at(&mut buf, range.start).map_err(|e| Error::local_io("cannot read the source file", e))?;
+        Ok(Bytes::from(buf))
+    })
+    .await
+    .map_err(|_| Error::new(ErrorKind::Internal, Operation::LocalIo, "file reader task failed"))?
+}
+
+/// Uploads caller bytes: zero-copy slices of `body` become the parts.
+pub(crate) async fn put_bytes(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<str>, body: Bytes) -> Result<PutOutput> {
+    let size = body.len() as u64;
+    if size <= shared.config.multipart_threshold_bytes {
+        let slot = shared.scheduler.slot().await;
+        let etag = shared.s3.put_object(&bucket, &key, body).await?;
+        drop(slot);
+        return Ok(PutOutput { etag, size, parts: 1 });
+    }
+    let part_size = part_size_for(size, shared.config.part_size_bytes)?;
+    let mut mp = Multipart::create(shared.clone(), bucket, key).await?;
+    let submitted = async {
+        for (i, start) in (0..size).step_by(part_size as usize).enumerate() {
+            let end = (start + part_size).min(size);
+            let slot = shared.scheduler.slot().await;
+            mp.reap()?;
+            mp.spawn_part(i as u32 + 1, PartBody::Ready(body.slice(start as usize..end as usize)), end - start, slot, None)?;
+        }
+        Ok(())
+    }
+    .await;
+    match submitted {
+        Ok(()) => mp.complete().await,
+        Err(e) => {
+            mp.abort().await;
+            Err(e)
+        }
+    }
+}
+
+/// Uploads a file with parallel positional reads.
+pub(crate) async fn put_file(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<str>, path: &Path) -> Result<PutOutput> {
+    let path_buf = path.to_path_buf();
+    let file = tokio::task::spawn_blocking(move || std::fs::File::open(&path_buf))
+        .await
+        .map_err(|_| Error::new(ErrorKind::Internal, Operation::LocalIo, "file task failed"))?
+        .map_err(|e| Error::local_io(format!("cannot open {}", path.display()), e))?;
+    let size = file.metadata().map_err(|e| Error::local_io("cannot stat the source file", e))?.len();
+    let file = Arc::new(file);
+    if size <= shared.config.multipart_threshold_bytes {
+        let memory = shared.scheduler.memory.reserve(size).await;
+        let body = read_file_range(&shared, file, 0..size).await?;
+        let out = put_bytes(shared, bucket, key, body).await;
+        drop(memory);
+        return out;
+    }
+    let part_size = part_size_for(size, shared.config.part_size_bytes)?;
+    let mut mp = Multipart::create(shared.clone(), bucket, key).await?;
+    let submitted = async {
+        for (i, start) in (0..size).step_by(part_size as usize).enumerate() {
+            let end = (start + part_size).min(size);
+            let memory = shared.scheduler.memory.reserve(end - start).await;
+            let slot = shared.scheduler.slot().await;
+            mp.reap()?;
+            mp.spawn_part(i as u32 + 1, PartBody::File(file.clone(), start..end), end - start, slot, Some(memory))?;
+        }
+        Ok(())
+    }
+    .await;
+    match submitted {
+        Ok(()) => mp.complete().await,
+        Err(e) => {
+            mp.abort().await;
+            Err(e)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn part_size_grows_to_fit_10000_parts() {
+        assert_eq!(part_size_for(0, 8 * MIB).unwrap(), 8 * MIB);
+        assert_eq!(part_size_for(80_000 * MIB, 8 * MIB).unwrap(), 8 * MIB);
+        let big = 200_000 * MIB;
+        let p = part_size_for(big, 8 * MIB).unwrap();
+        assert!(big.div_ceil(p) <= MAX_PARTS && p % MIB == 0 && p > 8 * MIB);
+        assert!(part_size_for(u64::MAX / 2, 8 * MIB).is_err());
+    }
+
+    #[test]
+    fn stream_parts_double_every_thousand() {
+        assert_eq!(stream_part_size(8 * MIB, 1, u64::MAX), 8 * MIB);
+        assert_eq!(stream_part_size(8 * MIB, 1000, u64::MAX), 8 * MIB);
+        assert_eq!(stream_part_size(8 * MIB, 1001, u64::MAX), 16 * MIB);
+        assert_eq!(stream_part_size(8 * MIB, 1001, 10 * MIB), 10 * MIB);
+        let total: u64 = (1..=10_000).map(|n| stream_part_size(8 * MIB, n, u64::MAX)).sum();
+        assert!(total > 5 * 1024 * 1024 * MIB, "10,000 parts must reach 5 TiB");
+    }
+}

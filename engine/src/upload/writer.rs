@@ -1,0 +1,131 @@
+//! A writer-style upload of unknown length (checkpoints, generated data).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{stream_part_size, Multipart, PartBody};
+use crate::buffer_pool::MemoryPermit;
+use crate::client::Shared;
+use crate::error::{Operation, Result};
+use crate::task::TaskHandle;
+use crate::types::PutOutput;
+
+/// An upload fed by successive writes, for data whose length is not known up front.
+///
+/// Bytes are gathered into part buffers (reserved from the memory budget, so a writer that
+/// outpaces the network waits in [`Upload::write`] instead of growing memory). Small totals
+/// become one PutObject; anything larger becomes a multipart upload whose parts upload while
+/// later bytes are still being written.
+///
+/// Finish with [`Upload::complete`]; [`Upload::abort`] or dropping the writer discards
+/// everything, including parts already on the server.
+#[derive(Debug)]
+pub struct Upload {
+    shared: Arc<Shared>,
+    bucket: Arc<str>,
+    key: Arc<str>,
+    buf: Vec<u8>,
+    buf_permit: Option<MemoryPermit>,
+    part_number: u32,
+    multipart: Option<Multipart>,
+    written: u64,
+}
+
+impl Upload {
+    pub(crate) fn new(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<str>) -> Self {
+        Upload { shared, bucket, key, buf: Vec::new(), buf_permit: None, part_number: 1, multipart: None, written: 0 }
+    }
+
+    fn current_part_size(&self) -> u64 {
+        let c = &self.shared.config;
+        stream_part_size(c.part_size_bytes, self.part_number, c.memory_limit_bytes)
+    }
+
+    /// Appends `data`. Waits when the memory budget is exhausted (backpressure).
+    pub async fn write(&mut self, mut data: &[u8]) -> Result<()> {
+        while !data.is_empty() {
+            let part_size = self.current_part_size() as usize;
+            if self.buf.len() == part_size {
+                // Only now, with more bytes coming, is the full buffer known not to be the
+                // whole object: a stream of exactly one part stays a single PutObject.
+                self.flush_part().await?;
+            }
+            if self.buf_permit.is_none() {
+                self.buf_permit = Some(self.shared.scheduler.memory.reserve(part_size as u64).await);
+                self.buf = self.shared.scheduler.memory.take(part_size);
+            }
+            let n = (part_size - self.buf.len()).min(data.len());
+            self.buf.extend_from_slice(&data[..n]);
+            self.written += n as u64;
+            data = &data[n..];
+        }
+        Ok(())
+    }
+
+    /// Bytes written so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.written
+    }
+
+    async fn flush_part(&mut self) -> Result<()> {
+        if self.multipart.is_none() {
+            let (shared, bucket, key) = (self.shared.clone(), self.bucket.clone(), self.key.clone());
+            let handle = self.shared.handle.clone();
+            self.multipart = Some(TaskHandle::spawn(&handle, Operation::CreateMultipartUpload, Multipart::create(shared, bucket, key)).await?);
+        }
+        let slot = self.shared.scheduler.slot().await;
+        let mp = self.multipart.as_mut().expect("created above");
+        mp.reap()?;
+        let body = Bytes::from(std::mem::take(&mut self.buf));
+        let len = body.len() as u64;
+        mp.spawn_part(self.part_number, PartBody::Ready(body), len, slot, self.buf_permit.take())?;
+        self.part_number += 1;
+        Ok(())
+    }
+
+    /// Uploads what is left and completes the object.
+    pub async fn complete(mut self) -> Result<PutOutput> {
+        let handle = self.shared.handle.clone();
+        match self.multipart.take() {
+            None => {
+                let body = Bytes::from(std::mem::take(&mut self.buf));
+                let permit = self.buf_permit.take();
+                let fut = super::put_bytes(self.shared.clone(), self.bucket.clone(), self.key.clone(), body);
+                let out = TaskHandle::spawn(&handle, Operation::PutObject, fut).await;
+                drop(permit);
+                out
+            }
+            Some(mp) => {
+                self.multipart = Some(mp);
+                if !self.buf.is_empty() {
+                    self.flush_part().await?;
+                }
+                let mp = self.multipart.take().expect("present");
+                TaskHandle::spawn(&handle, Operation::CompleteMultipartUpload, mp.complete()).await
+            }
+        }
+    }
+
+    /// Discards the upload, aborting any multipart upload on the server, and waits for that.
+    pub async fn abort(mut self) -> Result<()> {
+        if let Some(mp) = self.multipart.take() {
+            let handle = self.shared.handle.clone();
+            TaskHandle::spawn(&handle, Operation::AbortMultipartUpload, async move {
+                mp.abort().await;
+                Ok(())
+            })
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        if let Some(buf) = (!self.buf.is_empty() || self.buf.capacity() > 0).then(|| std::mem::take(&mut self.buf)) {
+            self.shared.scheduler.memory.give_back(buf);
+        }
+        // A multipart upload still held here aborts itself when dropped.
+    }
+}
