@@ -1,1 +1,170 @@
+//! Test support: real S3-compatible servers (the embedded s3s-fs server in-process, MinIO as a
+//! process), clients configured for them, data patterns and a deadline so no test can hang.
 
+pub mod suite;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use gantry::{Client, ClientConfig, ClientConfigBuilder, Credentials, CredentialsSource, MIB};
+use sha2::{Digest, Sha256};
+
+/// Part size used by the suites: S3's minimum, so multi-part cases stay small.
+pub const PART: u64 = 5 * MIB;
+
+/// One S3-compatible server under test.
+pub struct Backend {
+    /// Short name for messages.
+    pub name: &'static str,
+    /// `http://127.0.0.1:PORT`.
+    pub endpoint: String,
+    /// Access key and secret the server verifies.
+    pub keys: (String, String),
+    /// Where the server keeps its data (s3s-fs only: used to check on-disk leftovers).
+    pub root: Option<PathBuf>,
+    _guard: Arc<dyn std::any::Any + Send + Sync>,
+}
+
+impl Backend {
+    /// A client for this backend with suite defaults, adjusted by `tweak`.
+    pub fn client(&self, tweak: impl FnOnce(ClientConfigBuilder) -> ClientConfigBuilder) -> Client {
+        let builder = ClientConfig::builder()
+            .ignore_environment()
+            .endpoint_url(&self.endpoint)
+            .credentials(CredentialsSource::Static(Credentials::new(&self.keys.0, &self.keys.1)))
+            .part_size_bytes(PART)
+            .max_connections(8)
+            .memory_limit_bytes(256 * MIB)
+            .worker_threads(2);
+        Client::new(tweak(builder).build().expect("valid test config")).expect("client")
+    }
+
+    /// A fresh bucket with a unique name.
+    pub fn bucket(&self, client: &Client) -> String {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let name = format!("gantry-{}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed), rand::random::<u16>());
+        client.block_on(client.create_bucket(&name)).expect("create bucket");
+        name
+    }
+}
+
+/// The embedded s3s-fs server on a free port, with SigV4 verification, in a temp dir.
+pub fn s3s_fs() -> Backend {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let keys = (gantry_server::DEFAULT_ACCESS_KEY.to_string(), gantry_server::DEFAULT_SECRET_KEY.to_string());
+    let server = gantry_server::start_background(
+        gantry_server::ServerConfig {
+            root: dir.path().to_path_buf(),
+            addr: "127.0.0.1:0".parse().unwrap(),
+            credentials: Some(keys.clone()),
+        },
+        2,
+    )
+    .expect("start s3s-fs");
+    Backend {
+        name: "s3s-fs",
+        endpoint: server.endpoint_url(),
+        keys,
+        root: Some(dir.path().to_path_buf()),
+        _guard: Arc::new((server, dir)),
+    }
+}
+
+/// Stops the MinIO process when the test binary's last backend handle goes away.
+struct MinioProcess {
+    dir: tempfile::TempDir,
+}
+
+impl Drop for MinioProcess {
+    fn drop(&mut self) {
+        let _ = Command::new("bash").arg(script()).arg("stop").arg(self.dir.path()).status();
+    }
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/minio.sh")
+}
+
+/// A MinIO server process shared by the tests of one test binary (started on first use).
+/// Returns `None`, saying why, when MinIO is not installed and `CI` is not set; under CI a
+/// missing MinIO fails the test.
+pub fn minio() -> Option<Backend> {
+    static SHARED: OnceLock<Option<(String, Arc<MinioProcess>)>> = OnceLock::new();
+    let shared = SHARED.get_or_init(|| {
+        let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/minio-bin/minio");
+        if std::env::var_os("GANTRY_MINIO_BIN").is_none() && !bin.exists() {
+            if std::env::var_os("CI").is_some() {
+                panic!("MinIO is not installed: run tests/scripts/minio.sh install (the test script does)");
+            }
+            eprintln!("skipping MinIO tests: run tests/scripts/minio.sh install first");
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = free_port();
+        let status = Command::new("bash").arg(script()).arg("start").arg(dir.path()).arg(port.to_string()).status().expect("run minio.sh");
+        assert!(status.success(), "MinIO did not start");
+        Some((format!("http://127.0.0.1:{port}"), Arc::new(MinioProcess { dir })))
+    });
+    let (endpoint, process) = shared.as_ref()?;
+    Some(Backend {
+        name: "minio",
+        endpoint: endpoint.clone(),
+        keys: ("gantryadmin".into(), "gantrysecret123".into()),
+        root: None,
+        _guard: process.clone(),
+    })
+}
+
+/// A port that was free a moment ago (and is not PORT+1-adjacent to another we handed out).
+pub fn free_port() -> u16 {
+    loop {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        if port < 65000 && std::net::TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// Deterministic pseudo-random bytes (xorshift), different for every `seed`: a shifted or
+/// swapped part never matches by accident.
+pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// Hex SHA-256.
+pub fn sha256(data: &[u8]) -> String {
+    hex::encode(Sha256::digest(data))
+}
+
+/// Runs `f` on its own thread and fails the test if it takes longer than `limit`, so a hang
+/// is a failure with a message instead of a stuck CI job.
+pub fn with_deadline<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(v) => {
+            let _ = t.join();
+            v
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => match t.join() {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(()) => unreachable!("the thread sends before it ends"),
+        },
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("test exceeded its {limit:?} deadline (hang?)"),
+    }
+}
