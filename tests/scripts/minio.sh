@@ -6,6 +6,7 @@
 #   minio.sh stop DIR         stop the MinIO started with DIR
 #
 # Credentials: gantryadmin / gantrysecret123
+# GANTRY_MINIO_OWNER_PID=PID with start: stop MinIO when process PID exits.
 #
 # MinIO publishes no semver tags, and the Go module proxy reachable here serves
 # only this pseudo-version (RELEASE.* tags answer 403), so we pin it.
@@ -78,6 +79,15 @@ cmd_start() {
             >"$log" 2>&1 </dev/null &
     local pid=$!
     echo "$pid" > "$pidfile"
+
+    # A test binary cannot run destructors for its statics, so it names itself as the owner:
+    # this watchdog stops MinIO (and removes its data) once the owner process has exited.
+    if [[ -n "${GANTRY_MINIO_OWNER_PID:-}" ]]; then
+        local owner="$GANTRY_MINIO_OWNER_PID"
+        nohup bash -c "while kill -0 $owner 2>/dev/null && kill -0 $pid 2>/dev/null; do sleep 0.5; done;
+                       kill $pid 2>/dev/null; sleep 1; kill -9 $pid 2>/dev/null; rm -rf '$dir'" \
+            >/dev/null 2>&1 </dev/null &
+    fi
 
     local url="http://127.0.0.1:$port/minio/health/live" i code
     for ((i = 0; i < 300; i++)); do

@@ -73,16 +73,8 @@ pub fn s3s_fs() -> Backend {
     }
 }
 
-/// Stops the MinIO process when the test binary's last backend handle goes away.
-struct MinioProcess {
-    dir: tempfile::TempDir,
-}
-
-impl Drop for MinioProcess {
-    fn drop(&mut self) {
-        let _ = Command::new("bash").arg(script()).arg("stop").arg(self.dir.path()).status();
-    }
-}
+/// The MinIO process of this test binary (stopped by the script's watchdog at exit).
+struct MinioProcess;
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/minio.sh")
@@ -102,11 +94,19 @@ pub fn minio() -> Option<Backend> {
             eprintln!("skipping MinIO tests: run tests/scripts/minio.sh install first");
             return None;
         }
-        let dir = tempfile::tempdir().expect("tempdir");
+        // Statics are never dropped: the script's watchdog stops MinIO when this process ends.
+        let dir = tempfile::tempdir().expect("tempdir").keep();
         let port = free_port();
-        let status = Command::new("bash").arg(script()).arg("start").arg(dir.path()).arg(port.to_string()).status().expect("run minio.sh");
+        let status = Command::new("bash")
+            .arg(script())
+            .arg("start")
+            .arg(&dir)
+            .arg(port.to_string())
+            .env("GANTRY_MINIO_OWNER_PID", std::process::id().to_string())
+            .status()
+            .expect("run minio.sh");
         assert!(status.success(), "MinIO did not start");
-        Some((format!("http://127.0.0.1:{port}"), Arc::new(MinioProcess { dir })))
+        Some((format!("http://127.0.0.1:{port}"), Arc::new(MinioProcess)))
     });
     let (endpoint, process) = shared.as_ref()?;
     Some(Backend {

@@ -1,0 +1,215 @@
+//! `gantry cp SRC DST`.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::Args;
+use gantry::{parse_size, Addressing, Client, ClientConfig, CredentialsSource, MetricsSnapshot};
+
+use crate::progress::Progress;
+use crate::CliResult;
+
+/// Engine settings shared by the commands that make a client.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct ClientArgs {
+    /// Endpoint URL (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS).
+    #[arg(long)]
+    endpoint_url: Option<String>,
+    /// Signing region (default: AWS_REGION, else us-east-1).
+    #[arg(long)]
+    region: Option<String>,
+    /// Part size, e.g. 8MiB.
+    #[arg(long, value_parser = size)]
+    part_size: Option<u64>,
+    /// Cap on concurrent connections (overrides --target-gbps).
+    #[arg(long)]
+    max_connections: Option<usize>,
+    /// Target throughput in Gbit/s; sizes the connection count.
+    #[arg(long)]
+    target_gbps: Option<f64>,
+    /// Memory limit for part buffers, e.g. 2GiB.
+    #[arg(long, value_parser = size)]
+    memory_limit: Option<u64>,
+    /// Force path-style addressing.
+    #[arg(long)]
+    path_style: bool,
+    /// Send unsigned requests (public buckets).
+    #[arg(long)]
+    no_sign_request: bool,
+}
+
+fn size(text: &str) -> Result<u64, String> {
+    parse_size(text).map_err(|e| e.to_string())
+}
+
+impl ClientArgs {
+    pub(crate) fn client(&self) -> CliResult<Client> {
+        let mut b = ClientConfig::builder();
+        if let Some(v) = &self.endpoint_url {
+            b = b.endpoint_url(v);
+        }
+        if let Some(v) = &self.region {
+            b = b.region(v);
+        }
+        if let Some(v) = self.part_size {
+            b = b.part_size_bytes(v);
+            if self.memory_limit.is_none() {
+                b = b.memory_limit_bytes(v.max(2048 << 20));
+            }
+        }
+        if let Some(v) = self.max_connections {
+            b = b.max_connections(v);
+        }
+        if let Some(v) = self.target_gbps {
+            b = b.throughput_target_gbps(v);
+        }
+        if let Some(v) = self.memory_limit {
+            b = b.memory_limit_bytes(v);
+        }
+        if self.path_style {
+            b = b.addressing(Addressing::PathStyle);
+        }
+        if self.no_sign_request {
+            b = b.credentials(CredentialsSource::Anonymous);
+        }
+        Ok(Client::new(b.build()?)?)
+    }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CpArgs {
+    /// Source: s3://bucket/key, a local file, or - for stdin.
+    src: String,
+    /// Destination: s3://bucket/key (a key ending in / takes the file name), a local path
+    /// (a directory takes the key's last segment), or - for stdout.
+    dst: String,
+    #[command(flatten)]
+    client: ClientArgs,
+    /// Print one JSON object with the transfer's figures on stdout.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+enum Location {
+    S3 { bucket: String, key: String },
+    Local(PathBuf),
+    Std,
+}
+
+fn parse_location(text: &str) -> CliResult<Location> {
+    if text == "-" {
+        return Ok(Location::Std);
+    }
+    if let Some(rest) = text.strip_prefix("s3://") {
+        let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+        if bucket.is_empty() {
+            return Err(format!("{text}: missing bucket name").into());
+        }
+        return Ok(Location::S3 { bucket: bucket.to_string(), key: key.to_string() });
+    }
+    Ok(Location::Local(PathBuf::from(text)))
+}
+
+pub(crate) fn run(args: CpArgs) -> CliResult {
+    let src = parse_location(&args.src)?;
+    let dst = parse_location(&args.dst)?;
+    if args.json && matches!(dst, Location::Std) {
+        return Err("--json prints to stdout, which is the destination here".into());
+    }
+    let client = args.client.client()?;
+    let start = Instant::now();
+    let before = client.metrics();
+    let (bytes, direction) = match (src, dst) {
+        (Location::S3 { bucket, key }, Location::Local(path)) => {
+            if key.is_empty() || key.ends_with('/') {
+                return Err("the source must name an object, not a prefix".into());
+            }
+            let path = if path.is_dir() { path.join(key.rsplit('/').next().unwrap_or(&key)) } else { path };
+            let total = client.block_on(client.head_object(&bucket, &key)).ok().map(|i| i.size);
+            let _progress = Progress::start(&client, total, false, args.quiet || args.json);
+            let info = client.block_on(client.download_to_file(&bucket, &key, &path))?;
+            (info.size, "download")
+        }
+        (Location::S3 { bucket, key }, Location::Std) => {
+            let mut out = std::io::stdout().lock();
+            let n = client.block_on(async {
+                let mut stream = client.get_stream(&bucket, &key).await?;
+                let mut n = 0u64;
+                while let Some(chunk) = stream.next_chunk().await {
+                    let chunk = chunk?;
+                    out.write_all(&chunk)?;
+                    n += chunk.len() as u64;
+                }
+                out.flush()?;
+                Ok::<_, Box<dyn std::error::Error>>(n)
+            })?;
+            (n, "download")
+        }
+        (Location::Local(path), Location::S3 { bucket, key }) => {
+            let key = dest_key(&key, &path)?;
+            let total = std::fs::metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?.len();
+            let _progress = Progress::start(&client, Some(total), true, args.quiet || args.json);
+            let out = client.block_on(client.put_file(&bucket, &key, &path))?;
+            (out.size, "upload")
+        }
+        (Location::Std, Location::S3 { bucket, key }) => {
+            if key.is_empty() || key.ends_with('/') {
+                return Err("uploading stdin needs a full key".into());
+            }
+            let _progress = Progress::start(&client, None, true, args.quiet || args.json);
+            let out = client.block_on(async {
+                let mut upload = client.upload(&bucket, &key);
+                let mut stdin = std::io::stdin().lock();
+                let mut buf = vec![0u8; 1 << 20];
+                loop {
+                    let n = match stdin.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(e) => {
+                            upload.abort().await?;
+                            return Err(e.into());
+                        }
+                    };
+                    upload.write(&buf[..n]).await?;
+                }
+                Ok::<_, Box<dyn std::error::Error>>(upload.complete().await?)
+            })?;
+            (out.size, "upload")
+        }
+        (Location::S3 { .. }, Location::S3 { .. }) => return Err("S3-to-S3 copies are not supported yet".into()),
+        _ => return Err("one side of cp must be an s3:// URL".into()),
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    if args.json {
+        let m = client.metrics().since(&before);
+        println!("{}", report(direction, bytes, seconds, &m));
+    }
+    Ok(())
+}
+
+fn dest_key(key: &str, path: &Path) -> CliResult<String> {
+    if key.is_empty() || key.ends_with('/') {
+        let name = path.file_name().ok_or("the source has no file name")?.to_string_lossy();
+        return Ok(format!("{key}{name}"));
+    }
+    Ok(key.to_string())
+}
+
+/// The `--json` line: figures a benchmark script can read without parsing text.
+pub(crate) fn report(direction: &str, bytes: u64, seconds: f64, m: &MetricsSnapshot) -> serde_json::Value {
+    serde_json::json!({
+        "direction": direction,
+        "bytes": bytes,
+        "seconds": seconds,
+        "mib_per_s": bytes as f64 / (1024.0 * 1024.0) / seconds.max(1e-9),
+        "requests": m.requests,
+        "retries": m.retries,
+        "errors": m.errors,
+        "connections_opened": m.connections_opened,
+    })
+}
