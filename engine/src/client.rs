@@ -89,7 +89,11 @@ impl Client {
         &self.inner.shared
     }
 
-    fn spawn<T: Send + 'static>(&self, op: Operation, fut: impl Future<Output = Result<T>> + Send + 'static) -> TaskHandle<T> {
+    fn spawn<T: Send + 'static>(
+        &self,
+        op: Operation,
+        fut: impl Future<Output = Result<T>> + Send + 'static,
+    ) -> TaskHandle<T> {
         TaskHandle::spawn(&self.shared().handle, op, fut)
     }
 
@@ -114,7 +118,10 @@ impl Client {
     pub async fn get_into(&self, bucket: &str, key: &str, buf: &mut [u8]) -> Result<ObjectInfo> {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let (head_tx, head_rx) = oneshot::channel();
-        let driver = self.spawn(Operation::GetObject, download::run(self.shared().clone(), bucket.into(), key.into(), Delivery::Copy(tx), head_tx));
+        let driver = self.spawn(
+            Operation::GetObject,
+            download::run(self.shared().clone(), bucket.into(), key.into(), Delivery::Copy(tx), head_tx),
+        );
         let Ok(info) = head_rx.await else {
             return Err(driver.await.err().unwrap_or_else(|| Error::cancelled(Operation::GetObject)));
         };
@@ -141,9 +148,20 @@ impl Client {
         let path = path.as_ref().to_path_buf();
         self.spawn(Operation::GetObject, async move {
             let temp = TempFile::create(&path)?;
-            let (head_tx, head_rx) = oneshot::channel();
-            download::run(shared, bucket, key, Delivery::File(temp.file.clone()), head_tx).await?;
-            let info = head_rx.await.map_err(|_| Error::cancelled(Operation::GetObject))?;
+            let (tx, rx) = mpsc::unbounded_channel();
+            // One blocking thread per download does the positional writes: page-cache writes
+            // can stall on dirty-page throttling and must not block a network worker.
+            let file = temp.file.clone();
+            let writer = tokio::task::spawn_blocking(move || write_chunks(&file, rx));
+            let (head_tx, mut head_rx) = oneshot::channel();
+            let downloaded = download::run(shared, bucket, key, Delivery::Copy(tx), head_tx).await;
+            let written = writer
+                .await
+                .map_err(|_| Error::new(ErrorKind::Internal, Operation::LocalIo, "file writer panicked"))?;
+            // A write failure stops the download; report it rather than the cancellation it caused.
+            written?;
+            downloaded?;
+            let info = head_rx.try_recv().map_err(|_| Error::cancelled(Operation::GetObject))?;
             temp.persist(&path)?;
             Ok(info)
         })
@@ -158,7 +176,8 @@ impl Client {
         let (parts_tx, parts_rx) = mpsc::unbounded_channel();
         let (head_tx, head_rx) = oneshot::channel();
         let delivery = Delivery::Stream { parts: parts_tx, window: Arc::new(Semaphore::new(window_parts)) };
-        let driver = self.spawn(Operation::GetObject, download::run(shared, bucket.into(), key.into(), delivery, head_tx));
+        let driver =
+            self.spawn(Operation::GetObject, download::run(shared, bucket.into(), key.into(), delivery, head_tx));
         match head_rx.await {
             Ok(info) => Ok(GetStream::new(info, parts_rx, driver)),
             Err(_) => Err(driver.await.err().unwrap_or_else(|| Error::cancelled(Operation::GetObject))),
@@ -167,7 +186,11 @@ impl Client {
 
     /// Uploads `body` (zero-copy: parts are slices of it).
     pub async fn put(&self, bucket: &str, key: &str, body: impl Into<Bytes>) -> Result<PutOutput> {
-        self.spawn(Operation::PutObject, upload::put_bytes(self.shared().clone(), bucket.into(), key.into(), body.into())).await
+        self.spawn(
+            Operation::PutObject,
+            upload::put_bytes(self.shared().clone(), bucket.into(), key.into(), body.into()),
+        )
+        .await
     }
 
     /// Uploads the file at `path`, reading parts in parallel with positional reads.
@@ -215,10 +238,16 @@ impl Client {
     }
 
     /// In-progress multipart uploads (to check that nothing was left behind).
-    pub async fn list_multipart_uploads(&self, bucket: &str, prefix: Option<&str>) -> Result<Vec<MultipartUploadSummary>> {
+    pub async fn list_multipart_uploads(
+        &self,
+        bucket: &str,
+        prefix: Option<&str>,
+    ) -> Result<Vec<MultipartUploadSummary>> {
         let (shared, bucket, prefix) = (self.shared().clone(), bucket.to_string(), prefix.map(str::to_string));
-        self.spawn(Operation::ListMultipartUploads, async move { shared.s3.list_multipart_uploads(&bucket, prefix.as_deref()).await })
-            .await
+        self.spawn(Operation::ListMultipartUploads, async move {
+            shared.s3.list_multipart_uploads(&bucket, prefix.as_deref()).await
+        })
+        .await
     }
 
     /// CreateBucket (for S3-compatible stores and tests; AWS buckets are usually made elsewhere).
@@ -226,6 +255,15 @@ impl Client {
         let (shared, bucket) = (self.shared().clone(), bucket.to_string());
         self.spawn(Operation::CreateBucket, async move { shared.s3.create_bucket(&bucket).await }).await
     }
+}
+
+fn write_chunks(file: &std::fs::File, mut rx: mpsc::UnboundedReceiver<download::Chunk>) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    while let Some(chunk) = rx.blocking_recv() {
+        file.write_all_at(&chunk.data, chunk.offset)
+            .map_err(|e| Error::local_io("cannot write the downloaded bytes", e))?;
+    }
+    Ok(())
 }
 
 /// A download's temporary file: removed on drop unless persisted.
@@ -254,7 +292,8 @@ impl TempFile {
     }
 
     fn persist(mut self, dest: &Path) -> Result<()> {
-        std::fs::rename(&self.path, dest).map_err(|e| Error::local_io(format!("cannot rename onto {}", dest.display()), e))?;
+        std::fs::rename(&self.path, dest)
+            .map_err(|e| Error::local_io(format!("cannot rename onto {}", dest.display()), e))?;
         self.keep = true;
         Ok(())
     }

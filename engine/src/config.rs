@@ -330,17 +330,11 @@ impl ClientConfigBuilder {
             .or_else(|| env("AWS_REGION"))
             .or_else(|| env("AWS_DEFAULT_REGION"))
             .unwrap_or_else(|| "us-east-1".to_string());
-        let endpoint_url = self
-            .endpoint_url
-            .clone()
-            .or_else(|| env("AWS_ENDPOINT_URL_S3"))
-            .or_else(|| env("AWS_ENDPOINT_URL"));
+        let endpoint_url =
+            self.endpoint_url.clone().or_else(|| env("AWS_ENDPOINT_URL_S3")).or_else(|| env("AWS_ENDPOINT_URL"));
         let endpoint = endpoint_url.as_deref().map(Endpoint::parse).transpose()?;
         if !(MIN_PART_SIZE..=MAX_PART_SIZE).contains(&self.part_size_bytes) {
-            return Err(bad(format!(
-                "part size {} must be between 5 MiB and 5 GiB",
-                self.part_size_bytes
-            )));
+            return Err(bad(format!("part size {} must be between 5 MiB and 5 GiB", self.part_size_bytes)));
         }
         let max_connections = match self.max_connections {
             Some(0) => return Err(bad("max connections must be at least 1".into())),
@@ -369,9 +363,8 @@ impl ClientConfigBuilder {
         if self.worker_threads == Some(0) {
             return Err(bad("worker threads must be at least 1".into()));
         }
-        let worker_threads = self
-            .worker_threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+        let worker_threads =
+            self.worker_threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
         Ok(ClientConfig {
             region,
             endpoint,
@@ -410,11 +403,7 @@ mod tests {
         assert_eq!(c.max_connections, 25);
         assert_eq!(c.part_size_bytes, 8 * MIB);
         assert_eq!(c.region, "us-east-1");
-        let c = ClientConfig::builder()
-            .ignore_environment()
-            .throughput_target_gbps(100.0)
-            .build()
-            .unwrap();
+        let c = ClientConfig::builder().ignore_environment().throughput_target_gbps(100.0).build().unwrap();
         assert_eq!(c.max_connections, 250);
         let c = ClientConfig::builder().ignore_environment().max_connections(3).build().unwrap();
         assert_eq!(c.max_connections, 3);

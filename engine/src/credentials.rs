@@ -118,12 +118,8 @@ fn from_profile_files(profile: &str) -> Result<Option<Credentials>> {
             continue;
         }
         let ini = ini::Ini::load_from_file(&path).map_err(|e| {
-            Error::new(
-                ErrorKind::Credentials,
-                Operation::Config,
-                format!("cannot parse {}", path.display()),
-            )
-            .with_source(e)
+            Error::new(ErrorKind::Credentials, Operation::Config, format!("cannot parse {}", path.display()))
+                .with_source(e)
         })?;
         if let Some(s) = ini.section(Some(section.as_str())) {
             if let (Some(id), Some(secret)) = (s.get("aws_access_key_id"), s.get("aws_secret_access_key")) {

@@ -131,20 +131,12 @@ impl Error {
         }
     }
 
-    pub(crate) fn with_source(
-        mut self,
-        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
-    ) -> Self {
+    pub(crate) fn with_source(mut self, source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
         self.inner.source = Some(source.into());
         self
     }
 
-    pub(crate) fn with_http(
-        mut self,
-        status: u16,
-        s3_code: Option<String>,
-        request_id: Option<String>,
-    ) -> Self {
+    pub(crate) fn with_http(mut self, status: u16, s3_code: Option<String>, request_id: Option<String>) -> Self {
         self.inner.http_status = Some(status);
         self.inner.s3_code = s3_code;
         self.inner.request_id = request_id;
@@ -249,10 +241,7 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.inner
-            .source
-            .as_deref()
-            .map(|s| s as &(dyn std::error::Error + 'static))
+        self.inner.source.as_deref().map(|s| s as &(dyn std::error::Error + 'static))
     }
 }
 
@@ -268,10 +257,7 @@ mod tests {
         let e = Error::new(ErrorKind::NotFound, Operation::GetObject, "s3://b/k")
             .with_http(404, Some("NoSuchKey".into()), Some("REQ1".into()))
             .with_retryable(false);
-        assert_eq!(
-            e.to_string(),
-            "GetObject failed: s3://b/k (NoSuchKey, HTTP 404, request id REQ1)"
-        );
+        assert_eq!(e.to_string(), "GetObject failed: s3://b/k (NoSuchKey, HTTP 404, request id REQ1)");
         assert_eq!(e.s3_code(), Some("NoSuchKey"));
         assert!(!e.is_retryable());
     }

@@ -31,7 +31,9 @@ impl<T> Future for TaskHandle<T> {
         let op = self.op;
         Pin::new(&mut self.join).poll(cx).map(|r| match r {
             Ok(result) => result,
-            Err(e) if e.is_panic() => Err(Error::new(ErrorKind::Internal, op, "an engine task panicked").with_retryable(false)),
+            Err(e) if e.is_panic() => {
+                Err(Error::new(ErrorKind::Internal, op, "an engine task panicked").with_retryable(false))
+            }
             Err(_) => Err(Error::cancelled(op)),
         })
     }

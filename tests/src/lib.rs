@@ -45,7 +45,8 @@ impl Backend {
     /// A fresh bucket with a unique name.
     pub fn bucket(&self, client: &Client) -> String {
         static N: AtomicU64 = AtomicU64::new(0);
-        let name = format!("gantry-{}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed), rand::random::<u16>());
+        let name =
+            format!("gantry-{}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed), rand::random::<u16>());
         client.block_on(client.create_bucket(&name)).expect("create bucket");
         name
     }

@@ -94,7 +94,8 @@ pub fn put_file_and_writer(b: &Backend) {
 pub fn concurrent_transfers(b: &Backend) {
     let client = b.client(|c| c.max_connections(3).memory_limit_bytes(4 * PART));
     let bucket = b.bucket(&client);
-    let objects: Vec<(String, Vec<u8>)> = (0..4).map(|i| (format!("c{i}"), pattern((3 * PART + i * 1000) as usize, 40 + i))).collect();
+    let objects: Vec<(String, Vec<u8>)> =
+        (0..4).map(|i| (format!("c{i}"), pattern((3 * PART + i * 1000) as usize, 40 + i))).collect();
     client.block_on(async {
         let puts = objects.iter().map(|(k, d)| client.put(&bucket, k, d.clone()));
         for r in futures::future::join_all(puts).await {
@@ -165,7 +166,11 @@ pub fn missing_key_is_not_found(b: &Backend) {
     client.block_on(async {
         let before = client.metrics();
         let e = client.get_into(&bucket, "nope", &mut [0u8; 10]).await.unwrap_err();
-        assert_eq!((e.kind(), e.http_status(), e.s3_code()), (ErrorKind::NotFound, Some(404), Some("NoSuchKey")), "{e}");
+        assert_eq!(
+            (e.kind(), e.http_status(), e.s3_code()),
+            (ErrorKind::NotFound, Some(404), Some("NoSuchKey")),
+            "{e}"
+        );
         assert_eq!(client.metrics().since(&before).requests, 1, "404 is final: no retries");
         let e = client.get_stream(&bucket, "nope").await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::NotFound);
@@ -231,7 +236,9 @@ pub fn list_pages_and_delete(b: &Backend) {
 pub fn wrong_credentials_fail_fast(b: &Backend) {
     let good = b.client(|c| c);
     let bucket = b.bucket(&good);
-    let bad = b.client(|c| c.credentials(gantry::CredentialsSource::Static(gantry::Credentials::new(&b.keys.0, "wrong-secret"))));
+    let bad = b.client(|c| {
+        c.credentials(gantry::CredentialsSource::Static(gantry::Credentials::new(&b.keys.0, "wrong-secret")))
+    });
     bad.block_on(async {
         let e = bad.get_into(&bucket, "k", &mut [0u8; 1]).await.unwrap_err();
         assert_eq!((e.kind(), e.http_status()), (ErrorKind::AccessDenied, Some(403)), "{e}");

@@ -14,8 +14,11 @@
 //!    even on servers that ignore `If-Match`.
 //! 3. Each part task retries on its own. A body that breaks midway resumes from the first byte
 //!    not yet delivered, so no byte is fetched or delivered twice.
-//! 4. Bytes go to one of three deliveries without an intermediate part buffer: copied into the
-//!    caller's memory, written at their offset into a file, or handed in order to a stream.
+//! 4. Bytes go out without an intermediate part buffer, as they arrive: either as
+//!    `(offset, chunk)` pairs to one consumer (a copy into caller memory, or a writer thread
+//!    doing positional file writes), or in order to a stream. Chunks are released as soon as
+//!    they are consumed, so hyper can reuse its read buffers: holding whole parts instead made
+//!    every read land in freshly faulted pages, which cost 8 s of system time per GiB here.
 //!
 //! The first failing part fails the download; dropping the driver's task aborts every part
 //! task (closing their connections) and releases their memory and slots.
@@ -24,7 +27,6 @@ pub(crate) mod plan;
 pub(crate) mod stream;
 
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -63,10 +65,8 @@ pub(crate) struct StreamPart {
 /// Where a download's bytes go.
 #[derive(Debug)]
 pub(crate) enum Delivery {
-    /// To the caller's future, which copies into caller memory.
+    /// Unordered `(offset, chunk)` pairs to one consumer (caller memory or a file writer).
     Copy(mpsc::UnboundedSender<Chunk>),
-    /// Positional writes into a file already opened for writing.
-    File(Arc<std::fs::File>),
     /// In order, with at most `window` parts fetched ahead of the reader.
     Stream { parts: mpsc::UnboundedSender<StreamPart>, window: Arc<Semaphore> },
 }
@@ -112,40 +112,17 @@ impl Validator {
 /// Where one part task puts its bytes.
 enum PartSink {
     Copy { tx: mpsc::UnboundedSender<Chunk>, permit: Arc<MemoryPermit> },
-    File { file: Arc<std::fs::File>, pending: Vec<(u64, Bytes)>, _permit: MemoryPermit },
     Stream { tx: mpsc::UnboundedSender<Result<Bytes>> },
 }
 
 impl PartSink {
     fn put(&mut self, offset: u64, data: Bytes) -> Result<()> {
         match self {
-            PartSink::Copy { tx, permit } => tx
-                .send(Chunk { offset, data, _permit: permit.clone() })
-                .map_err(|_| Error::cancelled(OP)),
-            PartSink::File { pending, .. } => {
-                pending.push((offset, data));
-                Ok(())
+            PartSink::Copy { tx, permit } => {
+                tx.send(Chunk { offset, data, _permit: permit.clone() }).map_err(|_| Error::cancelled(OP))
             }
             PartSink::Stream { tx } => tx.send(Ok(data)).map_err(|_| Error::cancelled(OP)),
         }
-    }
-
-    /// Called once the part's bytes are all received (and its connection slot freed).
-    async fn finish(self) -> Result<()> {
-        if let PartSink::File { file, pending, _permit } = self {
-            // One blocking-pool hop per part: page-cache writes can stall on dirty-page
-            // throttling and must not block a network worker.
-            tokio::task::spawn_blocking(move || {
-                for (offset, data) in pending {
-                    file.write_all_at(&data, offset).map_err(|e| Error::local_io("cannot write the downloaded part", e))?;
-                }
-                drop(_permit);
-                Ok(())
-            })
-            .await
-            .map_err(|_| Error::new(ErrorKind::Internal, OP, "file writer task failed"))??;
-        }
-        Ok(())
     }
 
     fn fail(&self, err: &Error) {
@@ -184,13 +161,6 @@ pub(crate) async fn run(
         last_modified: head.last_modified.clone(),
         content_type: head.content_type.clone(),
     };
-    if let Delivery::File(file) = &delivery {
-        let file = file.clone();
-        tokio::task::spawn_blocking(move || file.set_len(total))
-            .await
-            .map_err(|_| Error::new(ErrorKind::Internal, OP, "file task failed"))?
-            .map_err(|e| Error::local_io("cannot size the destination file", e))?;
-    }
     if head_tx.send(info).is_err() {
         return Err(Error::cancelled(OP));
     }
@@ -198,7 +168,16 @@ pub(crate) async fn run(
     let mut tasks = JoinSet::new();
     let first_range = head.start..head.end;
     let sink = make_sink(&delivery, first_range.end - first_range.start, memory, window);
-    tasks.spawn(part_task(shared.clone(), bucket.clone(), key.clone(), first_range.clone(), validator.clone(), Some((head, body)), slot, sink));
+    tasks.spawn(part_task(
+        shared.clone(),
+        bucket.clone(),
+        key.clone(),
+        first_range.clone(),
+        validator.clone(),
+        Some((head, body)),
+        slot,
+        sink,
+    ));
 
     for range in plan::later_parts(first_range.end, total, part_size) {
         let memory = shared.scheduler.memory.reserve(range.end - range.start).await;
@@ -232,11 +211,15 @@ async fn acquire_window(delivery: &Delivery) -> Option<OwnedSemaphorePermit> {
 fn make_sink(delivery: &Delivery, len: u64, memory: MemoryPermit, window: Option<OwnedSemaphorePermit>) -> PartSink {
     match delivery {
         Delivery::Copy(tx) => PartSink::Copy { tx: tx.clone(), permit: Arc::new(memory) },
-        Delivery::File(file) => PartSink::File { file: file.clone(), pending: Vec::new(), _permit: memory },
         Delivery::Stream { parts, .. } => {
             let (tx, rx) = mpsc::unbounded_channel();
             // The reader gets parts in admission order, which is part order.
-            let _ = parts.send(StreamPart { len, rx, _memory: memory, _window: window.expect("stream parts hold a window permit") });
+            let _ = parts.send(StreamPart {
+                len,
+                rx,
+                _memory: memory,
+                _window: window.expect("stream parts hold a window permit"),
+            });
             PartSink::Stream { tx }
         }
     }
@@ -247,7 +230,9 @@ async fn open_first(shared: &Shared, bucket: &str, key: &str, part_size: u64) ->
     let mut retry = Retry::new(&shared.s3.retry);
     loop {
         let result = match shared.s3.get_range(bucket, key, Some(0..part_size), None, retry.attempt()).await {
-            Err(e) if e.http_status() == Some(416) => shared.s3.get_range(bucket, key, None, None, retry.attempt()).await,
+            Err(e) if e.http_status() == Some(416) => {
+                shared.s3.get_range(bucket, key, None, None, retry.attempt()).await
+            }
             other => other,
         };
         match result {
@@ -270,13 +255,10 @@ async fn part_task(
 ) -> Result<()> {
     let result = fetch_part(&shared, &bucket, &key, range, &validator, initial, &mut sink).await;
     drop(slot);
-    match result {
-        Ok(()) => sink.finish().await,
-        Err(e) => {
-            sink.fail(&e);
-            Err(e)
-        }
+    if let Err(e) = &result {
+        sink.fail(e);
     }
+    result
 }
 
 /// Receives `range` into `sink`, retrying and resuming from the first byte not yet delivered.
@@ -296,7 +278,9 @@ async fn fetch_part(
         let result = async {
             let (head, mut body) = match initial.take() {
                 Some(first) => first,
-                None => shared.s3.get_range(bucket, key, Some(next..range.end), validator.etag.as_deref(), attempt).await?,
+                None => {
+                    shared.s3.get_range(bucket, key, Some(next..range.end), validator.etag.as_deref(), attempt).await?
+                }
             };
             validator.check(&head, next, range.end)?;
             while let Some(chunk) = body.chunk().await? {
@@ -308,7 +292,11 @@ async fn fetch_part(
                 next += len;
             }
             if next != range.end {
-                return Err(Error::new(ErrorKind::Protocol, OP, format!("the body ended at byte {next} of {}", range.end)));
+                return Err(Error::new(
+                    ErrorKind::Protocol,
+                    OP,
+                    format!("the body ended at byte {next} of {}", range.end),
+                ));
             }
             Ok(())
         }

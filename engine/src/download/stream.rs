@@ -80,7 +80,9 @@ impl GetStream {
         self.finished = true;
         Poll::Ready(match result {
             Err(e) => Some(Err(e)),
-            Ok(()) if cut_short => Some(Err(Error::new(ErrorKind::Internal, Operation::GetObject, "a part ended early"))),
+            Ok(()) if cut_short => {
+                Some(Err(Error::new(ErrorKind::Internal, Operation::GetObject, "a part ended early")))
+            }
             Ok(()) => None,
         })
     }

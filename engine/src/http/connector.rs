@@ -50,13 +50,11 @@ const MAX_READ_BUF: usize = 1024 * 1024;
 impl Connector {
     pub(crate) fn new(connect_timeout: Duration, recv_buffer: Option<usize>, send_buffer: Option<usize>) -> Self {
         let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-        let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default TLS versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .expect("ring supports the default TLS versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
         Connector { connect_timeout, recv_buffer, send_buffer, tls: Arc::new(tls) }
     }
@@ -120,11 +118,8 @@ async fn handshake<T>(io: T) -> std::io::Result<Sender>
 where
     T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let (sender, conn) = http1::Builder::new()
-        .max_buf_size(MAX_READ_BUF)
-        .handshake(io)
-        .await
-        .map_err(std::io::Error::other)?;
+    let (sender, conn) =
+        http1::Builder::new().max_buf_size(MAX_READ_BUF).handshake(io).await.map_err(std::io::Error::other)?;
     // The connection future drives the socket; it ends when the sender is dropped or the
     // peer closes. Errors surface through the sender, so the result here carries nothing new.
     tokio::spawn(async move {

@@ -67,11 +67,14 @@ impl HttpClient {
         let upload_len = http_body::Body::size_hint(req.body()).exact().unwrap_or(0);
         // The first-byte clock includes sending the request body; a large body is allowed the
         // read-idle budget per MiB on top so slow uplinks do not trip it.
-        let budget = self.first_byte_timeout + self.read_idle_timeout.mul_f64(upload_len as f64 / (1 << 20) as f64).min(Duration::from_secs(3600));
+        let budget = self.first_byte_timeout
+            + self.read_idle_timeout.mul_f64(upload_len as f64 / (1 << 20) as f64).min(Duration::from_secs(3600));
         let response = match tokio::time::timeout(budget, conn.sender.send_request(req)).await {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => {
-                return Err(Error::new(ErrorKind::Transport, op, "connection failed before the response head").with_source(e))
+                return Err(
+                    Error::new(ErrorKind::Transport, op, "connection failed before the response head").with_source(e)
+                )
             }
             Err(_) => {
                 return Err(Error::new(
@@ -116,7 +119,8 @@ impl Body {
                 }
                 Ok(Some(Err(e))) => {
                     self.conn = None;
-                    return Err(Error::new(ErrorKind::Transport, self.op, "connection broke while reading the body").with_source(e));
+                    return Err(Error::new(ErrorKind::Transport, self.op, "connection broke while reading the body")
+                        .with_source(e));
                 }
                 Ok(Some(Ok(frame))) => frame,
             };
@@ -135,7 +139,11 @@ impl Body {
         while let Some(chunk) = self.chunk().await? {
             if buf.len() + chunk.len() > limit {
                 self.conn = None;
-                return Err(Error::new(ErrorKind::Protocol, self.op, format!("response body larger than {limit} bytes")));
+                return Err(Error::new(
+                    ErrorKind::Protocol,
+                    self.op,
+                    format!("response body larger than {limit} bytes"),
+                ));
             }
             buf.extend_from_slice(&chunk);
         }

@@ -33,12 +33,8 @@ impl<'a> Retry<'a> {
         if !err.is_retryable() || self.attempt + 1 >= self.config.max_attempts {
             return Err(err);
         }
-        let wait = backoff::full_jitter(
-            &mut rand::rng(),
-            self.config.initial_backoff,
-            self.config.max_backoff,
-            self.attempt,
-        );
+        let wait =
+            backoff::full_jitter(&mut rand::rng(), self.config.initial_backoff, self.config.max_backoff, self.attempt);
         tracing::debug!(attempt = self.attempt, ?wait, error = %err, "retrying");
         self.attempt += 1;
         tokio::time::sleep(wait).await;

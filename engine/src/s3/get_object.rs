@@ -55,8 +55,8 @@ impl S3 {
             }
             // A whole-object answer: the server ignored the range or none was asked for.
             _ => {
-                let len = content_length
-                    .ok_or_else(|| Error::new(ErrorKind::Protocol, op, "200 without Content-Length"))?;
+                let len =
+                    content_length.ok_or_else(|| Error::new(ErrorKind::Protocol, op, "200 without Content-Length"))?;
                 (0, len, len)
             }
         };

@@ -8,7 +8,11 @@ use crate::types::MultipartUploadSummary;
 
 impl S3 {
     /// In-progress multipart uploads in `bucket` under `prefix` (first page, up to 1,000).
-    pub(crate) async fn list_multipart_uploads(&self, bucket: &str, prefix: Option<&str>) -> Result<Vec<MultipartUploadSummary>, Error> {
+    pub(crate) async fn list_multipart_uploads(
+        &self,
+        bucket: &str,
+        prefix: Option<&str>,
+    ) -> Result<Vec<MultipartUploadSummary>, Error> {
         let op = Operation::ListMultipartUploads;
         let mut req = S3Request::new(op, Method::GET, bucket, None).query("uploads", "");
         if let Some(p) = prefix {

@@ -127,7 +127,8 @@ impl S3 {
     /// Builds and signs the HTTP request for one attempt.
     fn build(&self, req: &S3Request<'_>) -> Result<(Authority, http::Request<Full<Bytes>>), Error> {
         let path_style = self.path_style(req.bucket);
-        let host = if path_style { self.endpoint.host.clone() } else { format!("{}.{}", req.bucket, self.endpoint.host) };
+        let host =
+            if path_style { self.endpoint.host.clone() } else { format!("{}.{}", req.bucket, self.endpoint.host) };
         let mut path = String::with_capacity(64);
         path.push('/');
         if path_style && !req.bucket.is_empty() {
@@ -153,7 +154,8 @@ impl S3 {
             format!("{}:{}", bracket(&host), self.endpoint.port)
         };
         let uri = format!("{}://{}{}{}", self.endpoint.scheme, host_header, path, query);
-        let mut builder = http::Request::builder().method(req.method.clone()).uri(&uri).header(http::header::HOST, &host_header);
+        let mut builder =
+            http::Request::builder().method(req.method.clone()).uri(&uri).header(http::header::HOST, &host_header);
         for (k, v) in &req.headers {
             builder = builder.header(k, v);
         }
@@ -237,14 +239,23 @@ pub(crate) fn header_str(headers: &http::HeaderMap, name: &str) -> Option<String
 /// Maps an error answer to a typed error: kind from status and S3 code, retryability from
 /// the kind with S3's special cases (`RequestTimeout` and `InternalError` retry; an expired
 /// token does not).
-fn status_error(op: Operation, status: StatusCode, body: &[u8], header_request_id: Option<String>, req: &S3Request<'_>) -> Error {
-    let parsed: xml::ErrorBody = if body.is_empty() { Default::default() } else { xml::parse(body, op).unwrap_or_default() };
+fn status_error(
+    op: Operation,
+    status: StatusCode,
+    body: &[u8],
+    header_request_id: Option<String>,
+    req: &S3Request<'_>,
+) -> Error {
+    let parsed: xml::ErrorBody =
+        if body.is_empty() { Default::default() } else { xml::parse(body, op).unwrap_or_default() };
     let code = parsed.code;
     let kind = match (status.as_u16(), code.as_deref()) {
         (_, Some("SlowDown" | "Throttling" | "ThrottlingException" | "RequestLimitExceeded")) => ErrorKind::Throttled,
         (_, Some("RequestTimeout")) => ErrorKind::Timeout,
         (_, Some("InternalError" | "ServiceUnavailable")) => ErrorKind::ServerError,
-        (_, Some("ExpiredToken" | "InvalidAccessKeyId" | "SignatureDoesNotMatch" | "InvalidToken")) => ErrorKind::AccessDenied,
+        (_, Some("ExpiredToken" | "InvalidAccessKeyId" | "SignatureDoesNotMatch" | "InvalidToken")) => {
+            ErrorKind::AccessDenied
+        }
         (404, _) => ErrorKind::NotFound,
         (403, _) => ErrorKind::AccessDenied,
         (412, _) => ErrorKind::ObjectChanged,
@@ -262,7 +273,11 @@ fn status_error(op: Operation, status: StatusCode, body: &[u8], header_request_i
         404 if req.method == Method::HEAD => Some("NotFound".to_string()),
         _ => None,
     });
-    Error::new(kind, op, format!("{target}{detail}")).with_http(status.as_u16(), code, header_request_id.or(parsed.request_id))
+    Error::new(kind, op, format!("{target}{detail}")).with_http(
+        status.as_u16(),
+        code,
+        header_request_id.or(parsed.request_id),
+    )
 }
 
 #[cfg(test)]
@@ -281,20 +296,30 @@ mod tests {
             .unwrap();
         let metrics = Arc::new(Metrics::default());
         let connector = crate::http::Connector::new(config.timeouts.connect, None, None);
-        let http = HttpClient::new(connector, config.timeouts.pool_idle, config.timeouts.first_byte, config.timeouts.read_idle, metrics.clone());
+        let http = HttpClient::new(
+            connector,
+            config.timeouts.pool_idle,
+            config.timeouts.first_byte,
+            config.timeouts.read_idle,
+            metrics.clone(),
+        );
         S3::new(&config, http, S3::new_signer(&config).unwrap(), metrics)
     }
 
     #[test]
     fn path_style_for_ip_endpoints_and_encoding() {
         let s = s3("http://127.0.0.1:9000", Addressing::Auto);
-        let req = S3Request::new(Operation::GetObject, Method::GET, "bkt", Some("dir/a b+c%.bin")).query("uploadId", "x/y=");
+        let req =
+            S3Request::new(Operation::GetObject, Method::GET, "bkt", Some("dir/a b+c%.bin")).query("uploadId", "x/y=");
         let (auth, r) = s.build(&req).unwrap();
         assert_eq!(auth.host, "127.0.0.1");
         assert_eq!(r.uri().to_string(), "http://127.0.0.1:9000/bkt/dir/a%20b%2Bc%25.bin?uploadId=x%2Fy%3D");
         assert_eq!(r.headers()["host"], "127.0.0.1:9000");
         assert!(r.headers()["authorization"].to_str().unwrap().starts_with("AWS4-HMAC-SHA256 Credential=AKID/"));
-        assert_eq!(r.headers()["x-amz-content-sha256"], "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!(
+            r.headers()["x-amz-content-sha256"],
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
     }
 
     #[test]
@@ -319,10 +344,22 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::Throttled);
         assert!(e.is_retryable());
         assert_eq!(e.request_id(), Some("R1"));
-        let e = status_error(Operation::GetObject, StatusCode::NOT_FOUND, b"<Error><Code>NoSuchKey</Code></Error>", Some("H".into()), &req);
+        let e = status_error(
+            Operation::GetObject,
+            StatusCode::NOT_FOUND,
+            b"<Error><Code>NoSuchKey</Code></Error>",
+            Some("H".into()),
+            &req,
+        );
         assert_eq!((e.kind(), e.s3_code(), e.request_id()), (ErrorKind::NotFound, Some("NoSuchKey"), Some("H")));
         assert!(!e.is_retryable());
-        let e = status_error(Operation::GetObject, StatusCode::BAD_REQUEST, b"<Error><Code>RequestTimeout</Code></Error>", None, &req);
+        let e = status_error(
+            Operation::GetObject,
+            StatusCode::BAD_REQUEST,
+            b"<Error><Code>RequestTimeout</Code></Error>",
+            None,
+            &req,
+        );
         assert!(e.is_retryable());
         let e = status_error(Operation::GetObject, StatusCode::FORBIDDEN, b"", None, &req);
         assert_eq!(e.kind(), ErrorKind::AccessDenied);

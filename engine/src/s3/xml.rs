@@ -149,9 +149,7 @@ mod tests {
 
     #[test]
     fn writes_complete_document() {
-        let doc = CompleteMultipartUpload {
-            parts: vec![CompletedPart { part_number: 1, etag: "\"a&b\"".into() }],
-        };
+        let doc = CompleteMultipartUpload { parts: vec![CompletedPart { part_number: 1, etag: "\"a&b\"".into() }] };
         let s = to_string(&doc);
         assert_eq!(
             s,

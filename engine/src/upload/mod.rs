@@ -73,7 +73,16 @@ impl Multipart {
         let slot = shared.scheduler.slot().await;
         let upload_id = shared.s3.create_multipart(&bucket, &key).await?;
         drop(slot);
-        Ok(Multipart { shared, bucket, key, upload_id: upload_id.into(), tasks: JoinSet::new(), done: Vec::new(), size: 0, ended: false })
+        Ok(Multipart {
+            shared,
+            bucket,
+            key,
+            upload_id: upload_id.into(),
+            tasks: JoinSet::new(),
+            done: Vec::new(),
+            size: 0,
+            ended: false,
+        })
     }
 
     /// Collects finished parts; returns the first part failure.
@@ -85,12 +94,20 @@ impl Multipart {
     }
 
     /// Starts uploading part `number` on the engine runtime, holding `slot` and `memory`.
-    pub(crate) fn spawn_part(&mut self, number: u32, body: PartBody, len: u64, slot: ConnectionSlot, memory: Option<MemoryPermit>) -> Result<()> {
+    pub(crate) fn spawn_part(
+        &mut self,
+        number: u32,
+        body: PartBody,
+        len: u64,
+        slot: ConnectionSlot,
+        memory: Option<MemoryPermit>,
+    ) -> Result<()> {
         if u64::from(number) > MAX_PARTS {
             return Err(Error::invalid(Operation::UploadPart, "the upload needs more than 10,000 parts"));
         }
         self.size += len;
-        let (shared, bucket, key, id) = (self.shared.clone(), self.bucket.clone(), self.key.clone(), self.upload_id.clone());
+        let (shared, bucket, key, id) =
+            (self.shared.clone(), self.bucket.clone(), self.key.clone(), self.upload_id.clone());
         self.tasks.spawn_on(upload_part_task(shared, bucket, key, id, number, body, slot, memory), &self.shared.handle);
         Ok(())
     }
@@ -137,7 +154,8 @@ impl Drop for Multipart {
         }
         // Cancelled: stop the parts now and abort on the server in the background.
         self.tasks.abort_all();
-        let (shared, bucket, key, id) = (self.shared.clone(), self.bucket.clone(), self.key.clone(), self.upload_id.clone());
+        let (shared, bucket, key, id) =
+            (self.shared.clone(), self.bucket.clone(), self.key.clone(), self.upload_id.clone());
         self.shared.handle.spawn(async move {
             if let Err(e) = shared.s3.abort_multipart(&bucket, &key, &id).await {
                 tracing::warn!(error = %e, %bucket, %key, "AbortMultipartUpload after cancel failed");
@@ -184,7 +202,11 @@ async fn upload_part_task(
 }
 
 /// Reads `range` of `file` into a pooled buffer on the blocking pool.
-pub(crate) async fn read_file_range(shared: &Arc<Shared>, file: Arc<std::fs::File>, range: Range<u64>) -> Result<Bytes> {
+pub(crate) async fn read_file_range(
+    shared: &Arc<Shared>,
+    file: Arc<std::fs::File>,
+    range: Range<u64>,
+) -> Result<Bytes> {
     let len = (range.end - range.start) as usize;
     let mut buf = shared.scheduler.memory.take(len);
     tokio::task::spawn_blocking(move || {
@@ -212,7 +234,13 @@ pub(crate) async fn put_bytes(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<st
             let end = (start + part_size).min(size);
             let slot = shared.scheduler.slot().await;
             mp.reap()?;
-            mp.spawn_part(i as u32 + 1, PartBody::Ready(body.slice(start as usize..end as usize)), end - start, slot, None)?;
+            mp.spawn_part(
+                i as u32 + 1,
+                PartBody::Ready(body.slice(start as usize..end as usize)),
+                end - start,
+                slot,
+                None,
+            )?;
         }
         Ok(())
     }

@@ -72,7 +72,10 @@ impl Upload {
         if self.multipart.is_none() {
             let (shared, bucket, key) = (self.shared.clone(), self.bucket.clone(), self.key.clone());
             let handle = self.shared.handle.clone();
-            self.multipart = Some(TaskHandle::spawn(&handle, Operation::CreateMultipartUpload, Multipart::create(shared, bucket, key)).await?);
+            self.multipart = Some(
+                TaskHandle::spawn(&handle, Operation::CreateMultipartUpload, Multipart::create(shared, bucket, key))
+                    .await?,
+            );
         }
         let slot = self.shared.scheduler.slot().await;
         let mp = self.multipart.as_mut().expect("created above");

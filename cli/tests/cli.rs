@@ -1,0 +1,112 @@
+//! The `gantry` binary end to end: `serve` as a process, `cp` in every direction, `demo`.
+
+use std::io::Write;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_gantry");
+
+struct Server {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(BIN)
+        .args(["serve", "--dir"])
+        .arg(dir.path())
+        .args(["--addr", &format!("127.0.0.1:{port}"), "--bucket", "bkt"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "gantry serve did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Server { child, url: format!("http://127.0.0.1:{port}"), _dir: dir }
+}
+
+fn gantry(server: &Server) -> Command {
+    let mut c = Command::new(BIN);
+    c.env("AWS_ACCESS_KEY_ID", "gantry")
+        .env("AWS_SECRET_ACCESS_KEY", "gantry-secret-key")
+        .env("AWS_ENDPOINT_URL", &server.url)
+        .env_remove("AWS_PROFILE");
+    c
+}
+
+fn data(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 31 % 251) as u8).collect()
+}
+
+#[test]
+fn cp_file_and_std_streams_round_trip() {
+    let server = serve();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.bin");
+    let body = data(21 << 20);
+    std::fs::write(&src, &body).unwrap();
+
+    let out =
+        gantry(&server).args(["cp", "--json", "--part-size", "5MiB"]).arg(&src).arg("s3://bkt/dir/").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["bytes"], body.len() as u64);
+    assert_eq!(json["direction"], "upload");
+    assert_eq!(json["requests"], 7, "create + 5 parts + complete: {json}");
+    assert_eq!(json["retries"], 0);
+    assert!(json["seconds"].as_f64().unwrap() > 0.0 && json["mib_per_s"].as_f64().unwrap() > 0.0);
+
+    // Download into a directory: the key's last segment names the file.
+    let out = gantry(&server).args(["cp", "s3://bkt/dir/src.bin"]).arg(dir.path().join("missing/x")).output().unwrap();
+    assert!(!out.status.success(), "a missing parent directory is an error");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot create"));
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let out =
+        gantry(&server).args(["cp", "--json", "s3://bkt/dir/src.bin"]).arg(dir.path().join("sub")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(dir.path().join("sub/src.bin")).unwrap(), body);
+
+    // stdin → S3 → stdout.
+    let mut child = gantry(&server).args(["cp", "-q", "-", "s3://bkt/piped"]).stdin(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(&body).unwrap();
+    assert!(child.wait().unwrap().success());
+    let out = gantry(&server).args(["cp", "s3://bkt/piped", "-"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(out.stdout == body, "stdout must carry the exact bytes");
+}
+
+#[test]
+fn cp_reports_typed_errors() {
+    let server = serve();
+    let out = gantry(&server).args(["cp", "s3://bkt/missing", "/tmp/never-written-gantry"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("NoSuchKey") && err.contains("404"), "{err}");
+    let out =
+        gantry(&server).env("AWS_SECRET_ACCESS_KEY", "bad").args(["cp", "s3://bkt/missing", "-"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("403"));
+    let out = gantry(&server).args(["cp", "--part-size", "1MiB", "s3://bkt/x", "-"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("part size"));
+}
+
+#[test]
+fn demo_verifies_its_object() {
+    let out = Command::new(BIN).args(["demo", "--size", "24MiB", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["verified"], true);
+    assert_eq!(json["bytes"], 24u64 << 20);
+    assert_eq!(json["parts"], 3);
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every test of the project. The README's second command; .ci/run calls it too.
+#
+# Installs what the tests need first (idempotent): MinIO, built from the Go module proxy, for
+# the second, independent S3 implementation the conformance suite runs against.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== installing test prerequisites"
+bash tests/scripts/minio.sh install
+
+echo "== format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== tests (Rust: unit, conformance suite on s3s-fs and MinIO, CLI end to end)"
+cargo test --workspace --locked
