@@ -41,8 +41,15 @@ impl std::fmt::Debug for Connector {
     }
 }
 
-/// A hyper request sender with the body type every engine request uses.
-pub(crate) type Sender = http1::SendRequest<Full<Bytes>>;
+/// A hyper request sender with the body type every engine request uses, plus the handle of
+/// the task that drives its socket: aborting that task closes the socket at once, which is
+/// how a cancelled request stops sending (hyper would otherwise finish writing a body whose
+/// response nobody awaits, and an aborted upload's part could still land on the server).
+#[derive(Debug)]
+pub(crate) struct Sender {
+    pub(crate) send: http1::SendRequest<Full<Bytes>>,
+    pub(crate) driver: tokio::task::AbortHandle,
+}
 
 /// hyper's read buffer ceiling. Larger reads mean fewer syscalls and wake-ups per GiB.
 const MAX_READ_BUF: usize = 1024 * 1024;
@@ -120,10 +127,11 @@ where
 {
     let (sender, conn) =
         http1::Builder::new().max_buf_size(MAX_READ_BUF).handshake(io).await.map_err(std::io::Error::other)?;
-    // The connection future drives the socket; it ends when the sender is dropped or the
-    // peer closes. Errors surface through the sender, so the result here carries nothing new.
-    tokio::spawn(async move {
+    // The connection future drives the socket; it ends when the sender is dropped, the peer
+    // closes, or the pool aborts it. Errors surface through the sender.
+    let driver = tokio::spawn(async move {
         let _ = conn.await;
-    });
-    Ok(sender)
+    })
+    .abort_handle();
+    Ok(Sender { send: sender, driver })
 }

@@ -69,7 +69,7 @@ impl HttpClient {
         // read-idle budget per MiB on top so slow uplinks do not trip it.
         let budget = self.first_byte_timeout
             + self.read_idle_timeout.mul_f64(upload_len as f64 / (1 << 20) as f64).min(Duration::from_secs(3600));
-        let response = match tokio::time::timeout(budget, conn.sender.send_request(req)).await {
+        let response = match tokio::time::timeout(budget, conn.send_request(req)).await {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => {
                 return Err(
