@@ -7,6 +7,8 @@
 
 #![deny(missing_docs, missing_debug_implementations)]
 
+mod fast_fs;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -72,8 +74,7 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     std::fs::create_dir_all(&config.root)?;
-    let fs = s3s_fs::FileSystem::new(&config.root).map_err(|e| std::io::Error::other(format!("{e:?}")))?;
-    let mut builder = S3ServiceBuilder::new(fs);
+    let mut builder = S3ServiceBuilder::new(fast_fs::FastFs::new(&config.root)?);
     if let Some((ak, sk)) = config.credentials {
         builder.set_auth(SimpleAuth::from_single(ak, sk));
     }

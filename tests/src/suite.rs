@@ -153,6 +153,9 @@ pub fn etag_change_mid_download(b: &Backend) {
             }
         };
         assert_eq!(err.kind(), ErrorKind::ObjectChanged, "{err}");
+        // Both servers enforce the If-Match the later parts carry (the client's own ETag
+        // check is the second line of defence, for servers that ignore it).
+        assert_eq!(err.http_status(), Some(412), "{err}");
         assert!(!err.is_retryable());
         assert!(s.next_chunk().await.is_none(), "nothing after the error");
     });
