@@ -366,3 +366,31 @@ mod tests {
         assert!(!e.is_retryable());
     }
 }
+
+#[cfg(test)]
+mod token_tests {
+    use super::*;
+    use crate::credentials::{Credentials, CredentialsSource};
+
+    #[test]
+    fn session_token_is_sent_and_anonymous_is_unsigned() {
+        let mut creds = Credentials::new("AKID", "SECRET");
+        creds.session_token = Some("TOKEN".into());
+        for (source, signed) in [(CredentialsSource::Static(creds), true), (CredentialsSource::Anonymous, false)] {
+            let config = ClientConfig::builder()
+                .ignore_environment()
+                .endpoint_url("http://127.0.0.1:1")
+                .credentials(source)
+                .build()
+                .unwrap();
+            let metrics = Arc::new(Metrics::default());
+            let connector = crate::http::Connector::new(config.timeouts.connect, None, None);
+            let t = &config.timeouts;
+            let http = HttpClient::new(connector, t.pool_idle, t.first_byte, t.read_idle, metrics.clone());
+            let s = S3::new(&config, http, S3::new_signer(&config).unwrap(), metrics);
+            let (_, r) = s.build(&S3Request::new(Operation::GetObject, Method::GET, "b", Some("k"))).unwrap();
+            assert_eq!(r.headers().get("x-amz-security-token").is_some(), signed);
+            assert_eq!(r.headers().get("authorization").is_some(), signed);
+        }
+    }
+}
