@@ -3,6 +3,27 @@
 
 pub mod suite;
 
+/// Declares one `#[test]` per conformance case, each running `suite::<case>` against the
+/// backend `$backend` returns (`None` skips) under a deadline. Every backend's test file is
+/// this one line, so a new case reaches all backends at once.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($backend:expr) => {
+        $crate::conformance_tests!(@cases $backend;
+            put_bytes_then_all_deliveries, put_file_and_writer, concurrent_transfers,
+            etag_change_mid_download, missing_key_is_not_found, buffer_too_small,
+            list_pages_and_delete, wrong_credentials_fail_fast, cancelled_upload_leaves_nothing,
+            signed_payloads, stream_backpressure);
+    };
+    (@cases $backend:expr; $($case:ident),*) => {$(
+        #[test]
+        fn $case() {
+            let Some(backend) = $backend else { return };
+            $crate::with_deadline(std::time::Duration::from_secs(120), move || $crate::suite::$case(&backend));
+        }
+    )*};
+}
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -227,31 +227,10 @@ pub(crate) async fn put_bytes(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<st
         drop(slot);
         return Ok(PutOutput { etag, size, parts: 1 });
     }
-    let part_size = part_size_for(size, shared.config.part_size_bytes)?;
-    let mut mp = Multipart::create(shared.clone(), bucket, key).await?;
-    let submitted = async {
-        for (i, start) in (0..size).step_by(part_size as usize).enumerate() {
-            let end = (start + part_size).min(size);
-            let slot = shared.scheduler.slot().await;
-            mp.reap()?;
-            mp.spawn_part(
-                i as u32 + 1,
-                PartBody::Ready(body.slice(start as usize..end as usize)),
-                end - start,
-                slot,
-                None,
-            )?;
-        }
-        Ok(())
-    }
-    .await;
-    match submitted {
-        Ok(()) => mp.complete().await,
-        Err(e) => {
-            mp.abort().await;
-            Err(e)
-        }
-    }
+    multipart_known_size(shared, bucket, key, size, false, |r| {
+        PartBody::Ready(body.slice(r.start as usize..r.end as usize))
+    })
+    .await
 }
 
 /// Uploads a file with parallel positional reads.
@@ -270,15 +249,32 @@ pub(crate) async fn put_file(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<str
         drop(memory);
         return out;
     }
+    multipart_known_size(shared, bucket, key, size, true, |r| PartBody::File(file.clone(), r)).await
+}
+
+/// A multipart upload of `size` bytes whose parts come from `part(range)`. With
+/// `reserve_memory`, each part first reserves its bytes from the budget (it will read them
+/// into a buffer); caller-owned bytes need no reservation.
+async fn multipart_known_size(
+    shared: Arc<Shared>,
+    bucket: Arc<str>,
+    key: Arc<str>,
+    size: u64,
+    reserve_memory: bool,
+    part: impl Fn(Range<u64>) -> PartBody,
+) -> Result<PutOutput> {
     let part_size = part_size_for(size, shared.config.part_size_bytes)?;
     let mut mp = Multipart::create(shared.clone(), bucket, key).await?;
     let submitted = async {
         for (i, start) in (0..size).step_by(part_size as usize).enumerate() {
             let end = (start + part_size).min(size);
-            let memory = shared.scheduler.memory.reserve(end - start).await;
+            let memory = match reserve_memory {
+                true => Some(shared.scheduler.memory.reserve(end - start).await),
+                false => None,
+            };
             let slot = shared.scheduler.slot().await;
             mp.reap()?;
-            mp.spawn_part(i as u32 + 1, PartBody::File(file.clone(), start..end), end - start, slot, Some(memory))?;
+            mp.spawn_part(i as u32 + 1, part(start..end), end - start, slot, memory)?;
         }
         Ok(())
     }
