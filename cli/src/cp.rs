@@ -37,6 +37,12 @@ pub(crate) struct ClientArgs {
     /// Send unsigned requests (public buckets).
     #[arg(long)]
     no_sign_request: bool,
+    /// Network interface to spread connections across (repeatable; SO_BINDTODEVICE).
+    #[arg(long = "nic", value_name = "NAME")]
+    nics: Vec<String>,
+    /// Local source address to spread connections across (repeatable).
+    #[arg(long = "bind", value_name = "ADDR")]
+    binds: Vec<std::net::IpAddr>,
 }
 
 fn size(text: &str) -> Result<u64, String> {
@@ -69,6 +75,12 @@ impl ClientArgs {
         }
         if self.path_style {
             b = b.addressing(Addressing::PathStyle);
+        }
+        if !self.nics.is_empty() {
+            b = b.network_interfaces(self.nics.clone());
+        }
+        if !self.binds.is_empty() {
+            b = b.bind_addresses(self.binds.clone());
         }
         if self.no_sign_request {
             b = b.credentials(CredentialsSource::Anonymous);
@@ -211,5 +223,12 @@ pub(crate) fn report(direction: &str, bytes: u64, seconds: f64, m: &MetricsSnaps
         "retries": m.retries,
         "errors": m.errors,
         "connections_opened": m.connections_opened,
+        "nics": m.lanes.iter().map(|l| serde_json::json!({
+            "name": l.name,
+            "bytes_downloaded": l.bytes_downloaded,
+            "bytes_uploaded": l.bytes_uploaded,
+            "connections_opened": l.connections_opened,
+            "connect_errors": l.connect_errors,
+        })).collect::<Vec<_>>(),
     })
 }

@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 use crate::config::ClientConfig;
 use crate::download::{self, stream::GetStream, Delivery};
 use crate::error::{Error, ErrorKind, Operation, Result};
-use crate::http::{Connector, HttpClient};
+use crate::http::{Connector, HttpClient, Lanes};
 use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::s3::S3;
 use crate::scheduler::Scheduler;
@@ -78,7 +78,8 @@ impl Client {
         let metrics = Arc::new(Metrics::default());
         let t = &config.timeouts;
         let connector = Connector::new(t.connect, config.tcp_recv_buffer_bytes, config.tcp_send_buffer_bytes);
-        let http = HttpClient::new(connector, t.pool_idle, t.first_byte, t.read_idle, metrics.clone());
+        let lanes = Lanes::new(&config.network_interfaces, &config.bind_addresses);
+        let http = HttpClient::new(connector, lanes, t.pool_idle, t.first_byte, t.read_idle, metrics.clone());
         let s3 = S3::new(&config, http, S3::new_signer(&config)?, metrics.clone());
         let scheduler = Scheduler::new(config.max_connections, config.memory_limit_bytes);
         let shared = Arc::new(Shared { s3, scheduler, config, handle, metrics });
@@ -104,7 +105,7 @@ impl Client {
 
     /// A copy of the client's counters.
     pub fn metrics(&self) -> MetricsSnapshot {
-        self.shared().metrics.snapshot()
+        self.shared().metrics.snapshot(self.shared().s3.http.lanes())
     }
 
     /// Runs `fut` to completion on the calling thread: the blocking entry point for

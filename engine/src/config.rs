@@ -108,6 +108,8 @@ pub struct ClientConfig {
     pub(crate) worker_threads: usize,
     pub(crate) tcp_recv_buffer_bytes: Option<usize>,
     pub(crate) tcp_send_buffer_bytes: Option<usize>,
+    pub(crate) network_interfaces: Vec<String>,
+    pub(crate) bind_addresses: Vec<std::net::IpAddr>,
 }
 
 /// A parsed endpoint URL.
@@ -193,6 +195,8 @@ pub struct ClientConfigBuilder {
     worker_threads: Option<usize>,
     tcp_recv_buffer_bytes: Option<usize>,
     tcp_send_buffer_bytes: Option<usize>,
+    network_interfaces: Vec<String>,
+    bind_addresses: Vec<std::net::IpAddr>,
     read_env: bool,
 }
 
@@ -215,6 +219,8 @@ impl Default for ClientConfigBuilder {
             worker_threads: None,
             tcp_recv_buffer_bytes: None,
             tcp_send_buffer_bytes: None,
+            network_interfaces: Vec::new(),
+            bind_addresses: Vec::new(),
             read_env: true,
         }
     }
@@ -308,6 +314,18 @@ impl ClientConfigBuilder {
         self.tcp_send_buffer_bytes = Some(bytes);
         self
     }
+    /// Network interfaces to spread connections across, by name (`SO_BINDTODEVICE`, like the
+    /// CRT's `network_interface_names`). Empty (the default): the OS routes every connection.
+    pub fn network_interfaces<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.network_interfaces = names.into_iter().map(Into::into).collect();
+        self
+    }
+    /// Local source addresses to spread connections across (each connection binds to one).
+    /// Combine with policy routing (`ip rule from ADDR`) so each address leaves through its NIC.
+    pub fn bind_addresses(mut self, addrs: impl IntoIterator<Item = std::net::IpAddr>) -> Self {
+        self.bind_addresses = addrs.into_iter().collect();
+        self
+    }
     /// Ignore `AWS_*` environment variables for region and endpoint (tests, embedding).
     pub fn ignore_environment(mut self) -> Self {
         self.read_env = false;
@@ -363,6 +381,16 @@ impl ClientConfigBuilder {
         if self.worker_threads == Some(0) {
             return Err(bad("worker threads must be at least 1".into()));
         }
+        for name in &self.network_interfaces {
+            if name.is_empty() || name.contains('/') || !std::path::Path::new("/sys/class/net").join(name).exists() {
+                return Err(bad(format!("network interface {name:?} does not exist on this host")));
+            }
+        }
+        for ip in &self.bind_addresses {
+            if let Err(e) = std::net::UdpSocket::bind((*ip, 0)) {
+                return Err(bad(format!("cannot bind to source address {ip}: {e} (is it an address of this host?)")));
+            }
+        }
         let worker_threads =
             self.worker_threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
         Ok(ClientConfig {
@@ -381,6 +409,8 @@ impl ClientConfigBuilder {
             worker_threads,
             tcp_recv_buffer_bytes: self.tcp_recv_buffer_bytes,
             tcp_send_buffer_bytes: self.tcp_send_buffer_bytes,
+            network_interfaces: self.network_interfaces,
+            bind_addresses: self.bind_addresses,
         })
     }
 }
@@ -417,6 +447,11 @@ mod tests {
         assert!(b().max_connections(0).build().is_err());
         assert!(b().endpoint_url("ftp://x").build().is_err());
         assert!(b().endpoint_url("http://x:9000/path").build().is_err());
+        let e = b().network_interfaces(["gantry-no-such-nic"]).build().unwrap_err();
+        assert!(e.message().contains("does not exist"), "{e}");
+        let e = b().bind_addresses(["192.0.2.77".parse().unwrap()]).build().unwrap_err();
+        assert!(e.message().contains("192.0.2.77"), "{e}");
+        assert!(b().network_interfaces(["lo"]).bind_addresses(["127.0.0.1".parse().unwrap()]).build().is_ok());
     }
 
     #[test]

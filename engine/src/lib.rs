@@ -68,6 +68,6 @@ pub use config::{
 pub use credentials::{Credentials, CredentialsSource};
 pub use download::stream::GetStream;
 pub use error::{Error, ErrorKind, Operation, Result};
-pub use metrics::MetricsSnapshot;
+pub use metrics::{LaneSnapshot, MetricsSnapshot};
 pub use types::{ListOptions, ListPage, MultipartUploadSummary, ObjectInfo, ObjectSummary, PutOutput};
 pub use upload::writer::Upload;

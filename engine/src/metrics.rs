@@ -14,8 +14,24 @@ pub(crate) struct Metrics {
     errors: AtomicU64,
 }
 
+/// Counters of one lane: a network interface or source address connections leave from
+/// (`default` when none was configured).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LaneSnapshot {
+    /// Interface name, source address, or `default`.
+    pub name: String,
+    /// Body bytes received on this lane's connections.
+    pub bytes_downloaded: u64,
+    /// Body bytes sent on this lane's connections.
+    pub bytes_uploaded: u64,
+    /// Connections opened from this lane.
+    pub connections_opened: u64,
+    /// Failed connect attempts from this lane.
+    pub connect_errors: u64,
+}
+
 /// A point-in-time copy of a client's counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MetricsSnapshot {
     /// Body bytes received from the server (including bytes of attempts that later failed).
     pub bytes_downloaded: u64,
@@ -29,6 +45,8 @@ pub struct MetricsSnapshot {
     pub connections_opened: u64,
     /// Request attempts that failed (retried or not).
     pub errors: u64,
+    /// Per-lane counters, in configuration order (interfaces, then source addresses).
+    pub lanes: Vec<LaneSnapshot>,
 }
 
 impl MetricsSnapshot {
@@ -41,6 +59,18 @@ impl MetricsSnapshot {
             retries: self.retries - earlier.retries,
             connections_opened: self.connections_opened - earlier.connections_opened,
             errors: self.errors - earlier.errors,
+            lanes: self
+                .lanes
+                .iter()
+                .zip(earlier.lanes.iter().chain(std::iter::repeat(&LaneSnapshot::default())))
+                .map(|(now, then)| LaneSnapshot {
+                    name: now.name.clone(),
+                    bytes_downloaded: now.bytes_downloaded - then.bytes_downloaded,
+                    bytes_uploaded: now.bytes_uploaded - then.bytes_uploaded,
+                    connections_opened: now.connections_opened - then.connections_opened,
+                    connect_errors: now.connect_errors - then.connect_errors,
+                })
+                .collect(),
         }
     }
 }
@@ -64,7 +94,7 @@ impl Metrics {
     pub(crate) fn add_connection_opened(&self) {
         self.connections_opened.fetch_add(1, Relaxed);
     }
-    pub(crate) fn snapshot(&self) -> MetricsSnapshot {
+    pub(crate) fn snapshot(&self, lanes: &crate::http::Lanes) -> MetricsSnapshot {
         MetricsSnapshot {
             bytes_downloaded: self.bytes_downloaded.load(Relaxed),
             bytes_uploaded: self.bytes_uploaded.load(Relaxed),
@@ -72,6 +102,17 @@ impl Metrics {
             retries: self.retries.load(Relaxed),
             connections_opened: self.connections_opened.load(Relaxed),
             errors: self.errors.load(Relaxed),
+            lanes: lanes
+                .all()
+                .iter()
+                .map(|l| LaneSnapshot {
+                    name: l.name.clone(),
+                    bytes_downloaded: l.bytes_downloaded.load(Relaxed),
+                    bytes_uploaded: l.bytes_uploaded.load(Relaxed),
+                    connections_opened: l.connections_opened.load(Relaxed),
+                    connect_errors: l.errors.load(Relaxed),
+                })
+                .collect(),
         }
     }
 }

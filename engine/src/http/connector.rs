@@ -16,6 +16,7 @@ use hyper_util::rt::TokioIo;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpStream;
 
+use super::lanes::LocalBind;
 use crate::error::{Error, ErrorKind, Operation};
 
 /// Where a connection goes: scheme, host and port (the pool key without the local side).
@@ -66,44 +67,44 @@ impl Connector {
         Connector { connect_timeout, recv_buffer, send_buffer, tls: Arc::new(tls) }
     }
 
-    /// Resolves `authority` and connects to the first address that answers.
-    pub(crate) async fn connect(&self, authority: &Authority, op: Operation) -> Result<Sender, Error> {
-        let connect_err = |msg: String| Error::new(ErrorKind::Connect, op, msg);
-        let addrs: Vec<SocketAddr> = tokio::time::timeout(
-            self.connect_timeout,
-            tokio::net::lookup_host((authority.host.as_str(), authority.port)),
-        )
-        .await
-        .map_err(|_| Error::new(ErrorKind::Timeout, op, format!("DNS lookup of {} timed out", authority.host)))?
-        .map_err(|e| connect_err(format!("cannot resolve {}", authority.host)).with_source(e))?
-        .collect();
+    /// Connects to the first of `addrs` that answers, from the local end `bind`, reporting
+    /// each attempt's outcome to `record`. A local binding that cannot work at all (no such
+    /// interface, missing privilege, address not on this host) fails at once with
+    /// [`ErrorKind::InvalidInput`] and a message saying what to fix.
+    pub(crate) async fn connect(
+        &self,
+        authority: &Authority,
+        bind: &LocalBind,
+        addrs: &[SocketAddr],
+        op: Operation,
+        mut record: impl FnMut(SocketAddr, bool),
+    ) -> Result<Sender, Error> {
         let mut last = None;
-        for addr in addrs {
-            match tokio::time::timeout(self.connect_timeout, self.connect_addr(addr, authority)).await {
-                Ok(Ok(sender)) => return Ok(sender),
-                Ok(Err(e)) => last = Some(connect_err(format!("cannot connect to {addr}")).with_source(e)),
+        for &addr in addrs {
+            let socket = new_socket(addr, bind, self.recv_buffer, self.send_buffer).map_err(|e| bind_error(bind, e, op))?;
+            match tokio::time::timeout(self.connect_timeout, self.connect_socket(socket, addr, authority)).await {
+                Ok(Ok(sender)) => {
+                    record(addr, true);
+                    return Ok(sender);
+                }
+                Ok(Err(e)) => {
+                    record(addr, false);
+                    last = Some(Error::new(ErrorKind::Connect, op, format!("cannot connect to {addr} from {bind}")).with_source(e));
+                }
                 Err(_) => {
+                    record(addr, false);
                     last = Some(Error::new(
                         ErrorKind::Timeout,
                         op,
-                        format!("connect to {addr} timed out after {:?}", self.connect_timeout),
-                    ))
+                        format!("connect to {addr} from {bind} timed out after {:?}", self.connect_timeout),
+                    ));
                 }
             }
         }
-        Err(last.unwrap_or_else(|| connect_err(format!("{} resolved to no address", authority.host))))
+        Err(last.unwrap_or_else(|| Error::new(ErrorKind::Connect, op, format!("{} resolved to no address", authority.host))))
     }
 
-    async fn connect_addr(&self, addr: SocketAddr, authority: &Authority) -> std::io::Result<Sender> {
-        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-        socket.set_tcp_nodelay(true)?;
-        socket.set_nonblocking(true)?;
-        if let Some(n) = self.recv_buffer {
-            socket.set_recv_buffer_size(n)?;
-        }
-        if let Some(n) = self.send_buffer {
-            socket.set_send_buffer_size(n)?;
-        }
+    async fn connect_socket(&self, socket: Socket, addr: SocketAddr, authority: &Authority) -> std::io::Result<Sender> {
         let socket = tokio::net::TcpSocket::from_std_stream(std::net::TcpStream::from(socket));
         let stream = socket.connect(addr).await?;
         if authority.tls {
@@ -119,6 +120,38 @@ impl Connector {
         let tls = tokio_rustls::TlsConnector::from(self.tls.clone()).connect(name, stream).await?;
         handshake(TokioIo::new(tls)).await
     }
+}
+
+/// A non-blocking TCP socket with our options, bound to the lane's local end.
+fn new_socket(addr: SocketAddr, bind: &LocalBind, recv: Option<usize>, send: Option<usize>) -> std::io::Result<Socket> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_tcp_nodelay(true)?;
+    socket.set_nonblocking(true)?;
+    if let Some(n) = recv {
+        socket.set_recv_buffer_size(n)?;
+    }
+    if let Some(n) = send {
+        socket.set_send_buffer_size(n)?;
+    }
+    match bind {
+        LocalBind::Default => {}
+        LocalBind::Device(name) => socket.bind_device(Some(name.as_bytes()))?,
+        LocalBind::Address(ip) => socket.bind(&SocketAddr::new(*ip, 0).into())?,
+    }
+    Ok(socket)
+}
+
+/// Explains a failed local binding: these are set-up mistakes, not network weather.
+pub(crate) fn bind_error(bind: &LocalBind, e: std::io::Error, op: Operation) -> Error {
+    let hint = match (bind, e.raw_os_error()) {
+        (LocalBind::Device(d), Some(1)) => {
+            format!("binding to network interface {d:?} (SO_BINDTODEVICE) needs CAP_NET_RAW or root on this kernel")
+        }
+        (LocalBind::Device(d), Some(19)) => format!("network interface {d:?} does not exist"),
+        (LocalBind::Address(a), Some(99)) => format!("source address {a} is not an address of this host"),
+        _ => format!("cannot bind a socket to {bind}"),
+    };
+    Error::new(ErrorKind::InvalidInput, op, hint).with_source(e)
 }
 
 async fn handshake<T>(io: T) -> std::io::Result<Sender>

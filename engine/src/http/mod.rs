@@ -5,8 +5,10 @@
 //! sockets); the public API guarantees that by spawning onto the engine's handle.
 
 pub(crate) mod connector;
+pub(crate) mod lanes;
 pub(crate) mod pool;
 
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,6 +17,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 
 pub(crate) use connector::{Authority, Connector};
+pub(crate) use lanes::Lanes;
 use pool::{Pool, PooledConn};
 
 use crate::error::{Error, ErrorKind, Operation};
@@ -41,15 +44,21 @@ pub(crate) struct Body {
 }
 
 impl HttpClient {
+    /// The client's lanes (for per-lane metrics).
+    pub(crate) fn lanes(&self) -> &Lanes {
+        &self.pool.lanes
+    }
+
     pub(crate) fn new(
         connector: Connector,
+        lanes: Lanes,
         pool_idle: Duration,
         first_byte_timeout: Duration,
         read_idle_timeout: Duration,
         metrics: Arc<Metrics>,
     ) -> Self {
         HttpClient {
-            pool: Pool::new(connector, pool_idle, metrics.clone()),
+            pool: Pool::new(connector, lanes, pool_idle, metrics.clone()),
             first_byte_timeout,
             read_idle_timeout,
             metrics,
@@ -85,6 +94,7 @@ impl HttpClient {
             }
         };
         self.metrics.add_uploaded(upload_len);
+        conn.lane().bytes_uploaded.fetch_add(upload_len, Relaxed);
         let (parts, incoming) = response.into_parts();
         let body = Body {
             incoming,
@@ -127,6 +137,9 @@ impl Body {
             if let Ok(data) = frame.into_data() {
                 if !data.is_empty() {
                     self.metrics.add_downloaded(data.len() as u64);
+                    if let Some(conn) = &self.conn {
+                        conn.lane().bytes_downloaded.fetch_add(data.len() as u64, Relaxed);
+                    }
                     return Ok(Some(data));
                 }
             }

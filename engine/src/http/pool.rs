@@ -1,9 +1,11 @@
-//! Keep-alive connection pool of our own.
+//! Keep-alive connection pool of our own, with one sub-pool per lane.
 //!
-//! Idle connections are kept per [`Authority`] (scheme, host, port) and reused most-recent
-//! first, so the hottest connection (largest congestion window) carries the next request.
-//! The key is where per-NIC and per-server-address sub-pools will slot in: a connection is
-//! reusable only by a request that would have opened the same one.
+//! Idle connections are kept per ([`Authority`], lane) and reused most-recent first, so the
+//! hottest connection (largest congestion window) carries the next request. A checkout walks
+//! the lanes in [`Lanes::preference`] order (fewest connections in use first): it reuses an
+//! idle connection of that lane, or opens one there on the next of the server's addresses.
+//! Lanes therefore stay balanced whatever the mix of requests, and a quarantined lane is used
+//! only when every other one failed too.
 //!
 //! The pool does not cap connections itself: the scheduler's connection slots bound how many
 //! requests run at once, and a request holds at most one connection, so open connections never
@@ -14,7 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::connector::{Authority, Connector, Sender};
-use crate::error::{Error, Operation};
+use super::lanes::{Lane, Lanes};
+use crate::error::{Error, ErrorKind, Operation};
 use crate::metrics::Metrics;
 
 #[derive(Debug)]
@@ -26,8 +29,9 @@ struct Idle {
 /// Shared pool state.
 #[derive(Debug)]
 pub(crate) struct Pool {
-    idle: Mutex<HashMap<Authority, Vec<Idle>>>,
+    idle: Mutex<HashMap<(Authority, usize), Vec<Idle>>>,
     connector: Connector,
+    pub(crate) lanes: Lanes,
     idle_timeout: Duration,
     metrics: Arc<Metrics>,
 }
@@ -39,17 +43,47 @@ pub(crate) struct Pool {
 pub(crate) struct PooledConn {
     sender: Option<Sender>,
     authority: Authority,
+    lane: usize,
     pool: Arc<Pool>,
 }
 
 impl Pool {
-    pub(crate) fn new(connector: Connector, idle_timeout: Duration, metrics: Arc<Metrics>) -> Arc<Self> {
-        Arc::new(Pool { idle: Mutex::new(HashMap::new()), connector, idle_timeout, metrics })
+    pub(crate) fn new(connector: Connector, lanes: Lanes, idle_timeout: Duration, metrics: Arc<Metrics>) -> Arc<Self> {
+        Arc::new(Pool { idle: Mutex::new(HashMap::new()), connector, lanes, idle_timeout, metrics })
     }
 
-    /// A ready connection to `authority`: a pooled one if any is alive, else a new one.
+    /// A ready connection to `authority`, on the least-busy lane that works.
     pub(crate) async fn checkout(self: &Arc<Self>, authority: &Authority, op: Operation) -> Result<PooledConn, Error> {
-        while let Some(mut idle) = self.pop_idle(authority) {
+        let mut last = None;
+        for lane in self.lanes.preference() {
+            if let Some(sender) = self.reuse(authority, lane).await {
+                return Ok(self.checked_out(sender, authority, lane));
+            }
+            let addrs = self.lanes.addresses(&authority.host, authority.port).await.map_err(|e| {
+                Error::new(ErrorKind::Connect, op, format!("cannot resolve {}", authority.host)).with_source(e)
+            })?;
+            let bind = &self.lanes.get(lane).bind;
+            match self.connector.connect(authority, bind, &addrs, op, |a, ok| self.lanes.record_connect(lane, a, ok)).await {
+                Ok(sender) => {
+                    self.metrics.add_connection_opened();
+                    self.lanes.get(lane).connections_opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    return Ok(self.checked_out(sender, authority, lane));
+                }
+                // A binding that cannot work is a set-up mistake: say so instead of hiding it.
+                Err(e) if e.kind() == ErrorKind::InvalidInput => return Err(e),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("there is always at least one lane"))
+    }
+
+    fn checked_out(self: &Arc<Self>, sender: Sender, authority: &Authority, lane: usize) -> PooledConn {
+        self.lanes.get(lane).acquire();
+        PooledConn { sender: Some(sender), authority: authority.clone(), lane, pool: self.clone() }
+    }
+
+    async fn reuse(&self, authority: &Authority, lane: usize) -> Option<Sender> {
+        while let Some(mut idle) = self.pop_idle(authority, lane) {
             if idle.since.elapsed() > self.idle_timeout || idle.sender.send.is_closed() {
                 idle.sender.driver.abort();
                 continue;
@@ -57,22 +91,25 @@ impl Pool {
             // After a response ends, hyper's connection task marks the connection ready again
             // almost at once; a connection that errors here was closed by the server.
             if idle.sender.send.ready().await.is_ok() {
-                return Ok(PooledConn { sender: Some(idle.sender), authority: authority.clone(), pool: self.clone() });
+                return Some(idle.sender);
             }
             idle.sender.driver.abort();
         }
-        let sender = self.connector.connect(authority, op).await?;
-        self.metrics.add_connection_opened();
-        Ok(PooledConn { sender: Some(sender), authority: authority.clone(), pool: self.clone() })
+        None
     }
 
-    fn pop_idle(&self, authority: &Authority) -> Option<Idle> {
-        self.idle.lock().expect("pool lock").get_mut(authority)?.pop()
+    fn pop_idle(&self, authority: &Authority, lane: usize) -> Option<Idle> {
+        self.idle.lock().expect("pool lock").get_mut(&(authority.clone(), lane))?.pop()
     }
 }
 
 impl PooledConn {
-    /// The request sender of this connection.
+    /// The lane this connection leaves from (for per-lane byte counts).
+    pub(crate) fn lane(&self) -> &Lane {
+        self.pool.lanes.get(self.lane)
+    }
+
+    /// Sends a request on this connection.
     pub(crate) fn send_request(
         &mut self,
         req: http::Request<http_body_util::Full<bytes::Bytes>>,
@@ -88,7 +125,7 @@ impl PooledConn {
             return;
         }
         let mut idle = self.pool.idle.lock().expect("pool lock");
-        let list = idle.entry(self.authority.clone()).or_default();
+        let list = idle.entry((self.authority.clone(), self.lane)).or_default();
         // Drop expired entries while we hold the lock anyway (they sit at the front).
         let now = Instant::now();
         list.retain(|i| {
@@ -104,6 +141,7 @@ impl PooledConn {
 
 impl Drop for PooledConn {
     fn drop(&mut self) {
+        self.pool.lanes.get(self.lane).release();
         if let Some(sender) = self.sender.take() {
             sender.driver.abort();
         }
