@@ -31,6 +31,8 @@ def main():
     p.add_argument("path")
     p.add_argument("--part-size", type=int, default=8 << 20)
     p.add_argument("--gbps", type=float, default=10.0)
+    p.add_argument("--nic", action="append", default=None, help="network interface (repeatable)")
+    p.add_argument("--max-connections", type=int, default=None)
     a = p.parse_args()
 
     host = urlparse(a.endpoint).netloc
@@ -44,6 +46,8 @@ def main():
         tls_mode=S3RequestTlsMode.DISABLED,
         part_size=a.part_size,
         throughput_target_gbps=a.gbps,
+        network_interface_names=a.nic,
+        max_active_connections_override=a.max_connections,
     )
     path = f"/{a.bucket}/{a.key}"
     start = time.monotonic()

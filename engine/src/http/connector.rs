@@ -81,7 +81,8 @@ impl Connector {
     ) -> Result<Sender, Error> {
         let mut last = None;
         for &addr in addrs {
-            let socket = new_socket(addr, bind, self.recv_buffer, self.send_buffer).map_err(|e| bind_error(bind, e, op))?;
+            let socket =
+                new_socket(addr, bind, self.recv_buffer, self.send_buffer).map_err(|e| bind_error(bind, e, op))?;
             match tokio::time::timeout(self.connect_timeout, self.connect_socket(socket, addr, authority)).await {
                 Ok(Ok(sender)) => {
                     record(addr, true);
@@ -89,7 +90,10 @@ impl Connector {
                 }
                 Ok(Err(e)) => {
                     record(addr, false);
-                    last = Some(Error::new(ErrorKind::Connect, op, format!("cannot connect to {addr} from {bind}")).with_source(e));
+                    last = Some(
+                        Error::new(ErrorKind::Connect, op, format!("cannot connect to {addr} from {bind}"))
+                            .with_source(e),
+                    );
                 }
                 Err(_) => {
                     record(addr, false);
@@ -101,7 +105,9 @@ impl Connector {
                 }
             }
         }
-        Err(last.unwrap_or_else(|| Error::new(ErrorKind::Connect, op, format!("{} resolved to no address", authority.host))))
+        Err(last.unwrap_or_else(|| {
+            Error::new(ErrorKind::Connect, op, format!("{} resolved to no address", authority.host))
+        }))
     }
 
     async fn connect_socket(&self, socket: Socket, addr: SocketAddr, authority: &Authority) -> std::io::Result<Sender> {

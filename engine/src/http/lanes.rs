@@ -105,7 +105,7 @@ impl Lane {
     }
 
     /// Marks one more connection of this lane in use.
-    pub(crate) fn acquire(&self) {
+    fn acquire(&self) {
         self.in_use.fetch_add(1, Relaxed);
     }
 
@@ -131,6 +131,7 @@ struct Resolved {
 pub(crate) struct Lanes {
     lanes: Vec<Lane>,
     next_lane: AtomicUsize,
+    choosing: Mutex<()>,
     dns: Mutex<HashMap<(String, u16), Resolved>>,
     addr_health: Mutex<HashMap<SocketAddr, Health>>,
 }
@@ -143,7 +144,13 @@ impl Lanes {
         if lanes.is_empty() {
             lanes.push(Lane::new(LocalBind::Default));
         }
-        Lanes { lanes, next_lane: AtomicUsize::new(0), dns: Mutex::new(HashMap::new()), addr_health: Mutex::new(HashMap::new()) }
+        Lanes {
+            lanes,
+            next_lane: AtomicUsize::new(0),
+            choosing: Mutex::new(()),
+            dns: Mutex::new(HashMap::new()),
+            addr_health: Mutex::new(HashMap::new()),
+        }
     }
 
     pub(crate) fn get(&self, id: usize) -> &Lane {
@@ -154,18 +161,21 @@ impl Lanes {
         &self.lanes
     }
 
-    /// Lane ids in the order a new request should try them: usable lanes with the fewest
-    /// connections in use first (round-robin among equals), quarantined ones last.
-    pub(crate) fn preference(&self) -> Vec<usize> {
+    /// Picks the lane for the next request and counts it as in use at once (so requests
+    /// that are still connecting count too, and a burst of requests spreads instead of all
+    /// seeing the same counts): the usable lane with the fewest connections in use, ties
+    /// round-robin, quarantined lanes only when nothing else is left. `tried` lanes are
+    /// skipped; `None` when every lane was tried. Undo with [`Lane::release`].
+    pub(crate) fn choose(&self, tried: &[usize]) -> Option<usize> {
+        let _guard = self.choosing.lock().expect("lane choice");
         let n = self.lanes.len();
         let start = self.next_lane.fetch_add(1, Relaxed) % n;
         let now = Instant::now();
-        let mut order: Vec<usize> = (0..n).map(|i| (start + i) % n).collect();
-        order.sort_by_key(|&i| {
-            let usable = self.lanes[i].health.lock().expect("lane health").usable(now);
-            (!usable, self.lanes[i].in_use())
-        });
-        order
+        let best = (0..n).map(|i| (start + i) % n).filter(|i| !tried.contains(i)).min_by_key(|&i| {
+            (!self.lanes[i].health.lock().expect("lane health").usable(now), self.lanes[i].in_use())
+        })?;
+        self.lanes[best].acquire();
+        Some(best)
     }
 
     /// Records a connect attempt's outcome for a lane and a server address.
@@ -223,19 +233,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn least_used_lane_first_then_round_robin() {
-        let lanes = Lanes::new(&["a".into(), "b".into(), "c".into()], &[]);
-        lanes.get(0).acquire();
-        lanes.get(0).acquire();
-        lanes.get(1).acquire();
-        assert_eq!(lanes.preference()[0], 2);
-        lanes.get(2).acquire();
-        lanes.get(2).acquire();
-        assert_eq!(lanes.preference()[0], 1);
-        // Equal load: successive calls start at different lanes.
-        let lanes = Lanes::new(&["a".into(), "b".into()], &[]);
-        let firsts: Vec<usize> = (0..4).map(|_| lanes.preference()[0]).collect();
-        assert!(firsts.contains(&0) && firsts.contains(&1), "{firsts:?}");
+    fn a_burst_of_requests_spreads_evenly() {
+        let lanes = Lanes::new(&["a".into(), "b".into(), "c".into(), "d".into()], &[]);
+        // 16 requests choose before any of them has connected.
+        let picks: Vec<usize> = (0..16).map(|_| lanes.choose(&[]).unwrap()).collect();
+        for id in 0..4 {
+            assert_eq!(lanes.get(id).in_use(), 4, "{picks:?}");
+        }
+        // The least-used lane is chosen next.
+        lanes.get(2).release();
+        lanes.get(2).release();
+        assert_eq!(lanes.choose(&[]), Some(2));
+        // Tried lanes are skipped; when all were tried there is no choice.
+        assert_ne!(lanes.choose(&[2]), Some(2));
+        assert_eq!(lanes.choose(&[0, 1, 2, 3]), None);
     }
 
     #[test]
@@ -246,8 +257,10 @@ mod tests {
             lanes.record_connect(0, addr, false);
         }
         for _ in 0..5 {
-            assert_eq!(lanes.preference(), vec![1, 0], "a quarantined lane goes last");
+            let id = lanes.choose(&[]).unwrap();
+            assert_eq!(id, 1, "a quarantined lane is avoided even when busier lanes remain");
         }
+        assert_eq!(lanes.choose(&[1]), Some(0), "but used when nothing else is left");
         lanes.record_connect(0, addr, true);
         assert!(lanes.get(0).health.lock().unwrap().usable(Instant::now()));
         assert_eq!(lanes.get(0).errors.load(Relaxed), QUARANTINE_AFTER as u64);

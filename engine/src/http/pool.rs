@@ -1,8 +1,8 @@
 //! Keep-alive connection pool of our own, with one sub-pool per lane.
 //!
 //! Idle connections are kept per ([`Authority`], lane) and reused most-recent first, so the
-//! hottest connection (largest congestion window) carries the next request. A checkout walks
-//! the lanes in [`Lanes::preference`] order (fewest connections in use first): it reuses an
+//! hottest connection (largest congestion window) carries the next request. A checkout takes
+//! the lane [`Lanes::choose`] names (fewest connections in use): it reuses an
 //! idle connection of that lane, or opens one there on the next of the server's addresses.
 //! Lanes therefore stay balanced whatever the mix of requests, and a quarantined lane is used
 //! only when every other one failed too.
@@ -55,31 +55,37 @@ impl Pool {
     /// A ready connection to `authority`, on the least-busy lane that works.
     pub(crate) async fn checkout(self: &Arc<Self>, authority: &Authority, op: Operation) -> Result<PooledConn, Error> {
         let mut last = None;
-        for lane in self.lanes.preference() {
+        let mut tried = Vec::new();
+        while let Some(lane) = self.lanes.choose(&tried) {
+            // From here the lane counts this request as in use; the guard undoes that
+            // unless the connection is handed out.
+            let mut conn = PooledConn { sender: None, authority: authority.clone(), lane, pool: self.clone() };
             if let Some(sender) = self.reuse(authority, lane).await {
-                return Ok(self.checked_out(sender, authority, lane));
+                conn.sender = Some(sender);
+                return Ok(conn);
             }
             let addrs = self.lanes.addresses(&authority.host, authority.port).await.map_err(|e| {
                 Error::new(ErrorKind::Connect, op, format!("cannot resolve {}", authority.host)).with_source(e)
             })?;
             let bind = &self.lanes.get(lane).bind;
-            match self.connector.connect(authority, bind, &addrs, op, |a, ok| self.lanes.record_connect(lane, a, ok)).await {
+            match self
+                .connector
+                .connect(authority, bind, &addrs, op, |a, ok| self.lanes.record_connect(lane, a, ok))
+                .await
+            {
                 Ok(sender) => {
                     self.metrics.add_connection_opened();
                     self.lanes.get(lane).connections_opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    return Ok(self.checked_out(sender, authority, lane));
+                    conn.sender = Some(sender);
+                    return Ok(conn);
                 }
                 // A binding that cannot work is a set-up mistake: say so instead of hiding it.
                 Err(e) if e.kind() == ErrorKind::InvalidInput => return Err(e),
                 Err(e) => last = Some(e),
             }
+            tried.push(lane);
         }
         Err(last.expect("there is always at least one lane"))
-    }
-
-    fn checked_out(self: &Arc<Self>, sender: Sender, authority: &Authority, lane: usize) -> PooledConn {
-        self.lanes.get(lane).acquire();
-        PooledConn { sender: Some(sender), authority: authority.clone(), lane, pool: self.clone() }
     }
 
     async fn reuse(&self, authority: &Authority, lane: usize) -> Option<Sender> {

@@ -387,7 +387,14 @@ mod token_tests {
             let metrics = Arc::new(Metrics::default());
             let connector = crate::http::Connector::new(config.timeouts.connect, None, None);
             let t = &config.timeouts;
-            let http = HttpClient::new(connector, crate::http::Lanes::new(&[], &[]), t.pool_idle, t.first_byte, t.read_idle, metrics.clone());
+            let http = HttpClient::new(
+                connector,
+                crate::http::Lanes::new(&[], &[]),
+                t.pool_idle,
+                t.first_byte,
+                t.read_idle,
+                metrics.clone(),
+            );
             let s = S3::new(&config, http, S3::new_signer(&config).unwrap(), metrics);
             let (_, r) = s.build(&S3Request::new(Operation::GetObject, Method::GET, "b", Some("k"))).unwrap();
             assert_eq!(r.headers().get("x-amz-security-token").is_some(), signed);
