@@ -8,10 +8,15 @@ cd "$(dirname "$0")/.."
 
 echo "== installing test prerequisites"
 bash tests/scripts/minio.sh install
+# The multi-NIC test builds network namespaces with ip and shapes them with tc (iproute2).
+if ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
+    if [[ $(id -u) == 0 ]]; then apt-get update -qq && apt-get install -y -qq iproute2; fi
+fi
 
 echo "== format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-echo "== tests (Rust: unit, conformance suite on s3s-fs and MinIO, CLI end to end)"
-cargo test --workspace --locked
+echo "== tests (Rust: unit, conformance suite on s3s-fs and MinIO, CLI end to end, multi-NIC)"
+# Release mode: the multi-NIC test measures throughput, and the suites move ~1 GiB.
+cargo test --workspace --locked --release

@@ -110,3 +110,23 @@ fn demo_verifies_its_object() {
     assert_eq!(json["bytes"], 24u64 << 20);
     assert_eq!(json["parts"], 3);
 }
+
+#[test]
+fn unknown_interface_is_a_clear_error() {
+    let out = Command::new(BIN)
+        .args(["cp", "--nic", "gantry-nonexistent0", "--endpoint-url", "http://127.0.0.1:9", "s3://bkt/k", "-"])
+        .env("AWS_ACCESS_KEY_ID", "a")
+        .env("AWS_SECRET_ACCESS_KEY", "b")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("gantry-nonexistent0") && err.contains("does not exist"), "{err}");
+    let out = Command::new(BIN)
+        .args(["cp", "--bind", "192.0.2.1", "--endpoint-url", "http://127.0.0.1:9", "s3://bkt/k", "-"])
+        .env("AWS_ACCESS_KEY_ID", "a")
+        .env("AWS_SECRET_ACCESS_KEY", "b")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("192.0.2.1"));
+}
