@@ -8,15 +8,20 @@ cd "$(dirname "$0")/.."
 
 echo "== installing test prerequisites"
 bash tests/scripts/minio.sh install
+# The C tests run under valgrind and are compiled with cc.
+if ! command -v valgrind >/dev/null && [[ $(id -u) == 0 ]]; then apt-get update -qq && apt-get install -y -qq valgrind; fi
 # The multi-NIC test builds network namespaces with ip and shapes them with tc (iproute2).
 if ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
     if [[ $(id -u) == 0 ]]; then apt-get update -qq && apt-get install -y -qq iproute2; fi
 fi
 
-echo "== format and lints"
+echo "== format, lints, and the committed C header against a fresh cbindgen run"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+scripts/check-header.sh
 
-echo "== tests (Rust: unit, conformance suite on s3s-fs and MinIO, CLI end to end, multi-NIC)"
+echo "== tests (Rust: unit, conformance suite on s3s-fs and MinIO, CLI end to end, multi-NIC, C ABI under valgrind)"
 # Release mode: the multi-NIC test measures throughput, and the suites move ~1 GiB.
+# The C tests link the shared library: build it first.
+cargo build --locked --release -p gantry-ffi
 cargo test --workspace --locked --release

@@ -1,0 +1,48 @@
+//! The C ABI of gantry: opaque handles, `gantry_result` codes, an error object with the S3
+//! metadata, blocking transfers and a streaming upload. `include/gantry.h` is generated from
+//! this crate by cbindgen; its banner states the threading, ownership and fork rules.
+//!
+//! Every export goes through [`guard::run`]: panics never cross the boundary (they become
+//! `GANTRY_RESULT_PANIC`), NULL arguments become `GANTRY_RESULT_NULL_PARAMETER`.
+
+#![allow(non_camel_case_types)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+mod client;
+mod config;
+mod error;
+mod guard;
+mod transfer;
+
+pub use client::*;
+pub use config::*;
+pub use error::*;
+pub use transfer::*;
+
+/// Major version: changes when the ABI breaks.
+pub const GANTRY_VERSION_MAJOR: u32 = 0;
+/// Minor version: grows when functions or result codes are added (compatible).
+pub const GANTRY_VERSION_MINOR: u32 = 1;
+/// Patch version: fixes only.
+pub const GANTRY_VERSION_PATCH: u32 = 0;
+
+/// The library version as "MAJOR.MINOR.PATCH" (static storage, never free it). Compare it
+/// with the GANTRY_VERSION_* macros to detect a header/library mismatch.
+#[no_mangle]
+pub extern "C" fn gantry_version() -> *const std::ffi::c_char {
+    static VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+    VERSION.as_ptr().cast()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn version_matches_the_macros() {
+        // SAFETY: gantry_version returns a static NUL-terminated string.
+        let v = unsafe { std::ffi::CStr::from_ptr(super::gantry_version()) }.to_str().unwrap();
+        assert_eq!(
+            v,
+            format!("{}.{}.{}", super::GANTRY_VERSION_MAJOR, super::GANTRY_VERSION_MINOR, super::GANTRY_VERSION_PATCH)
+        );
+    }
+}

@@ -1,0 +1,293 @@
+//! Blocking transfers and the streaming upload handle.
+//!
+//! Each blocking call runs on the calling thread until the transfer ends (the network work
+//! runs on the client's worker threads). Do not call them from a client callback.
+
+use std::ffi::c_char;
+
+use crate::client::{client_arg, gantry_client};
+use crate::error::{gantry_error, gantry_result};
+use crate::guard::{run, str_arg, Failure};
+
+fn write_out<T>(out: *mut T, value: T) {
+    if !out.is_null() {
+        // SAFETY: the caller passes NULL or a writable pointer.
+        unsafe { *out = value };
+    }
+}
+
+/// Downloads bucket/key into `buf` (`buf_len` bytes) with parallel ranged GETs, writing the
+/// object's size to `*out_size` (may be NULL). A buffer smaller than the object fails with
+/// GANTRY_RESULT_INVALID_ARGUMENT before any byte is written. `buf` is borrowed for the call.
+///
+/// # Safety
+/// `client` is live; `bucket`, `key` are NUL-terminated; `buf` points to `buf_len` writable
+/// bytes (may be NULL when `buf_len` is 0).
+#[no_mangle]
+pub unsafe extern "C" fn gantry_get_into(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    buf: *mut u8,
+    buf_len: usize,
+    out_size: *mut u64,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: per the contract above.
+        let (client, bucket, key) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let buf: &mut [u8] = match (buf.is_null(), buf_len) {
+            (_, 0) => &mut [],
+            (true, _) => return Err(Failure::Null("buf")),
+            // SAFETY: non-NULL and buf_len writable bytes per the contract.
+            (false, n) => unsafe { std::slice::from_raw_parts_mut(buf, n) },
+        };
+        let info = client.block_on(client.get_into(bucket, key, buf))?;
+        write_out(out_size, info.size);
+        Ok(())
+    })
+}
+
+/// Downloads bucket/key into the file at `path` (positional writes into a temporary file in the
+/// same directory, renamed over `path` only on success).
+///
+/// # Safety
+/// `client` is live; string arguments are NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_get_to_file(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    path: *const c_char,
+    out_size: *mut u64,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: per the contract above.
+        let (client, bucket, key, path) =
+            unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?, str_arg(path, "path")?) };
+        let info = client.block_on(client.download_to_file(bucket, key, path))?;
+        write_out(out_size, info.size);
+        Ok(())
+    })
+}
+
+/// Uploads `len` bytes at `data` as bucket/key (PutObject, or multipart above the threshold).
+/// The bytes are copied once when the call starts; `data` may be reused when it returns.
+///
+/// # Safety
+/// `client` is live; strings are NUL-terminated; `data` points to `len` readable bytes (may
+/// be NULL when `len` is 0).
+#[no_mangle]
+pub unsafe extern "C" fn gantry_put_buffer(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    data: *const u8,
+    len: usize,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: per the contract above.
+        let (client, bucket, key) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let body = match (data.is_null(), len) {
+            (_, 0) => bytes::Bytes::new(),
+            (true, _) => return Err(Failure::Null("data")),
+            // SAFETY: non-NULL and len readable bytes per the contract.
+            (false, n) => bytes::Bytes::copy_from_slice(unsafe { std::slice::from_raw_parts(data, n) }),
+        };
+        client.block_on(client.put(bucket, key, body))?;
+        Ok(())
+    })
+}
+
+/// Uploads the file at `path` as bucket/key, reading parts in parallel.
+///
+/// # Safety
+/// `client` is live; strings are NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_put_file(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    path: *const c_char,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: per the contract above.
+        let (client, bucket, key, path) =
+            unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?, str_arg(path, "path")?) };
+        client.block_on(client.put_file(bucket, key, path))?;
+        Ok(())
+    })
+}
+
+/// HeadObject: writes the object's size to `*out_size` (may be NULL).
+///
+/// # Safety
+/// `client` is live; strings are NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_head_object(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    out_size: *mut u64,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: per the contract above.
+        let (client, bucket, key) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let info = client.block_on(client.head_object(bucket, key))?;
+        write_out(out_size, info.size);
+        Ok(())
+    })
+}
+
+/// DeleteObject.
+///
+/// # Safety
+/// `client` is live; strings are NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_delete_object(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: per the contract above.
+        let (client, bucket, key) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        client.block_on(client.delete_object(bucket, key))?;
+        Ok(())
+    })
+}
+
+/// CreateBucket (for S3-compatible stores and tests).
+///
+/// # Safety
+/// `client` is live; `bucket` is NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_create_bucket(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: per the contract above.
+        let (client, bucket) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?) };
+        client.block_on(client.create_bucket(bucket))?;
+        Ok(())
+    })
+}
+
+/// A streaming upload of unknown length (checkpoints). Not thread-safe: serialize calls.
+/// End it with `gantry_upload_complete` or `gantry_upload_abort`, then free it with
+/// `gantry_upload_free`; freeing an upload that was neither completed nor aborted aborts it
+/// (no multipart parts are left on the server).
+#[derive(Debug)]
+pub struct gantry_upload {
+    upload: Option<gantry::Upload>,
+    client: gantry::Client,
+}
+
+/// Starts a streaming upload to bucket/key.
+///
+/// # Safety
+/// `client` is live; strings are NUL-terminated; `out_upload` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_upload_new(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    out_upload: *mut *mut gantry_upload,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: per the contract above.
+        let (client, bucket, key) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        if out_upload.is_null() {
+            return Err(Failure::Null("out_upload"));
+        }
+        let upload = Box::new(gantry_upload { upload: Some(client.upload(bucket, key)), client: client.clone() });
+        // SAFETY: checked non-NULL; the caller owns the upload.
+        unsafe { *out_upload = Box::into_raw(upload) };
+        Ok(())
+    })
+}
+
+/// Appends `len` bytes (copied; `data` may be reused on return). Blocks while the memory
+/// limit is reached (backpressure) and uploads full parts in the background.
+///
+/// # Safety
+/// `upload` is live; `data` points to `len` readable bytes (may be NULL when `len` is 0).
+#[no_mangle]
+pub unsafe extern "C" fn gantry_upload_write(
+    upload: *mut gantry_upload,
+    data: *const u8,
+    len: usize,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: the caller passes NULL or a live upload it does not use concurrently.
+        let up = unsafe { upload.as_mut() }.ok_or(Failure::Null("upload"))?;
+        let data: &[u8] = match (data.is_null(), len) {
+            (_, 0) => &[],
+            (true, _) => return Err(Failure::Null("data")),
+            // SAFETY: non-NULL and len readable bytes per the contract.
+            (false, n) => unsafe { std::slice::from_raw_parts(data, n) },
+        };
+        let client = &up.client;
+        let inner = up.upload.as_mut().ok_or(Failure::State("the upload was already completed or aborted"))?;
+        client.block_on(inner.write(data))?;
+        Ok(())
+    })
+}
+
+/// Uploads what is left and completes the object. On failure the upload is aborted. Either
+/// way the upload is finished: only `gantry_upload_free` is allowed afterwards.
+///
+/// # Safety
+/// `upload` is live.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_upload_complete(
+    upload: *mut gantry_upload,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: the caller passes NULL or a live upload it does not use concurrently.
+        let up = unsafe { upload.as_mut() }.ok_or(Failure::Null("upload"))?;
+        let inner = up.upload.take().ok_or(Failure::State("the upload was already completed or aborted"))?;
+        up.client.block_on(inner.complete())?;
+        Ok(())
+    })
+}
+
+/// Discards the upload (AbortMultipartUpload if parts were sent) and waits for that.
+///
+/// # Safety
+/// `upload` is live.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_upload_abort(
+    upload: *mut gantry_upload,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: the caller passes NULL or a live upload it does not use concurrently.
+        let up = unsafe { upload.as_mut() }.ok_or(Failure::Null("upload"))?;
+        let inner = up.upload.take().ok_or(Failure::State("the upload was already completed or aborted"))?;
+        up.client.block_on(inner.abort())?;
+        Ok(())
+    })
+}
+
+/// Frees an upload; an unfinished one is aborted in the background. NULL is allowed.
+///
+/// # Safety
+/// `upload` is NULL or an upload not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_upload_free(upload: *mut gantry_upload) {
+    if !upload.is_null() {
+        // SAFETY: came from Box::into_raw in gantry_upload_new; freed once.
+        drop(unsafe { Box::from_raw(upload) });
+    }
+}
