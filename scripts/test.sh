@@ -24,4 +24,14 @@ echo "== tests (Rust: unit, conformance suite on s3s-fs and MinIO, CLI end to en
 # Release mode: the multi-NIC test measures throughput, and the suites move ~1 GiB.
 # The C tests link the shared library: build it first.
 cargo build --locked --release -p gantry-ffi
-cargo test --workspace --locked --release
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --workspace --locked --release 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line for the whole run (cargo prints one per test binary, the last often a
+# doc-test binary with nothing in it).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1) } }
+     END { printf "%d passed, %d failed\n", p, f }' "$log"
+exit "$status"
