@@ -10,6 +10,10 @@ echo "== installing test prerequisites"
 bash tests/scripts/minio.sh install
 # The C tests run under valgrind and are compiled with cc.
 if ! command -v valgrind >/dev/null && [[ $(id -u) == 0 ]]; then apt-get update -qq && apt-get install -y -qq valgrind; fi
+# The C++ wrapper's tests build with CMake against GoogleTest.
+if ! command -v cmake >/dev/null || [[ ! -d /usr/include/gtest ]]; then
+    if [[ $(id -u) == 0 ]]; then apt-get update -qq && apt-get install -y -qq cmake libgtest-dev; fi
+fi
 # The multi-NIC test builds network namespaces with ip and shapes them with tc (iproute2).
 if ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
     if [[ $(id -u) == 0 ]]; then apt-get update -qq && apt-get install -y -qq iproute2; fi
@@ -20,7 +24,7 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 scripts/check-header.sh
 
-echo "== tests (Rust: unit, conformance suite on s3s-fs and MinIO, CLI end to end, multi-NIC, C ABI under valgrind)"
+echo "== tests (Rust: unit, conformance suite on s3s-fs and MinIO, CLI end to end, multi-NIC, C ABI under valgrind; then C++)"
 # Release mode: the multi-NIC test measures throughput, and the suites move ~1 GiB.
 # The C tests link the shared library: build it first.
 cargo build --locked --release -p gantry-ffi
@@ -29,9 +33,14 @@ trap 'rm -f "$log"' EXIT
 set +e
 cargo test --workspace --locked --release 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+echo "== C++ wrapper (CMake, GoogleTest, ctest)"
+bindings/cpp/run_tests.sh 2>&1 | tee -a "$log"
+cpp_status=${PIPESTATUS[0]}
+[[ $status -ne 0 ]] || status=$cpp_status
 set -e
 # One closing line for the whole run (cargo prints one per test binary, the last often a
 # doc-test binary with nothing in it).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1) } }
+     /tests passed, [0-9]+ tests failed out of [0-9]+/ { p += $NF - $(NF-4); f += $(NF-4) }
      END { printf "%d passed, %d failed\n", p, f }' "$log"
 exit "$status"

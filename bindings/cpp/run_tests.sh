@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Builds the C++ wrapper's tests with CMake and runs them with ctest against a `gantry serve`
+# process this script starts (and stops). Needs target/release/{gantry,libgantry.so}.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+work="$(mktemp -d)"
+port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+"$repo/target/release/gantry" serve --dir "$work/s3" --addr "127.0.0.1:$port" 2>/dev/null &
+server=$!
+trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
+gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+cmake -S "$repo/bindings/cpp" -B "$work/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build "$work/build" >/dev/null
+GANTRY_TEST_ENDPOINT="http://127.0.0.1:$port" ctest --test-dir "$work/build" --output-on-failure
