@@ -37,10 +37,16 @@ echo "== C++ wrapper (CMake, GoogleTest, ctest)"
 bindings/cpp/run_tests.sh 2>&1 | tee -a "$log"
 cpp_status=${PIPESTATUS[0]}
 [[ $status -ne 0 ]] || status=$cpp_status
+echo "== Go binding (go test -race)"
+(cd bindings/go && go test -race -count=1 -v ./...) 2>&1 | tee -a "$log"
+go_status=${PIPESTATUS[0]}
+[[ $status -ne 0 ]] || status=$go_status
 set -e
 # One closing line for the whole run (cargo prints one per test binary, the last often a
 # doc-test binary with nothing in it).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1) } }
      /tests passed, [0-9]+ tests failed out of [0-9]+/ { p += $NF - $(NF-4); f += $(NF-4) }
+     /^--- PASS: / { p++ }
+     /^--- FAIL: / { f++ }
      END { printf "%d passed, %d failed\n", p, f }' "$log"
 exit "$status"

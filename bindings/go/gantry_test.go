@@ -1,0 +1,187 @@
+package gantry
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+var endpoint string
+
+// TestMain starts a real S3 server (`gantry serve`, the embedded s3s-fs server) for the tests.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gantry-go")
+	if err != nil {
+		panic(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	bin, _ := filepath.Abs("../../target/release/gantry")
+	srv := exec.Command(bin, "serve", "--dir", dir, "--addr", addr, "--bucket", "gotests")
+	if err := srv.Start(); err != nil {
+		panic(fmt.Sprintf("start %s: %v (build it with cargo build --release)", bin, err))
+	}
+	for i := 0; ; i++ {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if i > 200 {
+			panic("gantry serve did not start")
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	endpoint = "http://" + addr
+	code := m.Run()
+	_ = srv.Process.Kill()
+	_ = srv.Wait()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func newClient(t *testing.T, secret string) *Client {
+	t.Helper()
+	c, err := NewClient(Config{
+		"endpoint_url": endpoint, "access_key_id": "gantry", "secret_access_key": secret,
+		"part_size": "5MiB", "max_connections": "4", "memory_limit": "64MiB",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func pattern(n int, seed int64) []byte {
+	b := make([]byte, n)
+	rand.New(rand.NewSource(seed)).Read(b)
+	return b
+}
+
+const bucket = "gotests"
+
+func TestRoundTrip(t *testing.T) {
+	c := newClient(t, "gantry-secret-key")
+	for _, n := range []int{0, 1, 3*(5<<20) + 7} {
+		data := pattern(n, int64(n))
+		key := fmt.Sprintf("obj-%d", n)
+		if err := c.PutBytes(bucket, key, data); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Get(bucket, key)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("size %d: err %v, equal %v", n, err, bytes.Equal(got, data))
+		}
+		// Streamed upload from an io.Reader of unknown length.
+		if err := c.Put(bucket, key+"-r", bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, n)
+		if size, err := c.GetInto(bucket, key+"-r", buf); err != nil || size != int64(n) || !bytes.Equal(buf, data) {
+			t.Fatalf("reader upload %d: %v", n, err)
+		}
+	}
+}
+
+func TestFiles(t *testing.T) {
+	c := newClient(t, "gantry-secret-key")
+	data := pattern(11<<20+5, 7)
+	src := filepath.Join(t.TempDir(), "src")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutFile(bucket, "file", src); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "dst")
+	if _, err := c.GetToFile(bucket, "file", dst); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(dst)
+	if !bytes.Equal(got, data) {
+		t.Fatal("file bytes differ")
+	}
+}
+
+func TestTypedErrors(t *testing.T) {
+	c := newClient(t, "gantry-secret-key")
+	_, err := c.GetInto(bucket, "missing", nil)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeNotFound || e.HTTPStatus != 404 || e.S3Code != "NoSuchKey" || e.Retryable {
+		t.Fatalf("missing key: %#v", err)
+	}
+	bad := newClient(t, "wrong")
+	if err := bad.PutBytes(bucket, "k", []byte("x")); !errors.As(err, &e) || e.Code != CodeAccessDenied || e.HTTPStatus != 403 {
+		t.Fatalf("bad secret: %#v", err)
+	}
+	if _, err := NewClient(Config{"no_such_key": "1"}); !errors.As(err, &e) || e.Code != CodeInvalidArgument {
+		t.Fatalf("unknown key: %#v", err)
+	}
+}
+
+func TestAbortAndClose(t *testing.T) {
+	c := newClient(t, "gantry-secret-key")
+	u, err := c.Upload(bucket, "aborted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Write(pattern(11<<20, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Head(bucket, "aborted"); err == nil {
+		t.Fatal("an aborted upload must leave no object")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal("Close is idempotent")
+	}
+	var e *Error
+	if _, err := c.Head(bucket, "x"); !errors.As(err, &e) || e.Code != CodeInvalidState {
+		t.Fatalf("use after close: %v", err)
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	c := newClient(t, "gantry-secret-key")
+	data := pattern(6<<20, 11)
+	if err := c.PutBytes(bucket, "shared", data); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := c.Get(bucket, "shared")
+			if err == nil && !bytes.Equal(got, data) {
+				err = errors.New("bytes differ")
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

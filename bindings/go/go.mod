@@ -1,0 +1,3 @@
+module gantry.local/gantry
+
+go 1.24
