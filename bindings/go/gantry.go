@@ -357,4 +357,3 @@ func (u *Upload) Abort() error {
 
 // Version is the library's version.
 func Version() string { return C.GoString(C.gantry_version()) }
-
