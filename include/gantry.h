@@ -10,6 +10,14 @@
  *   A gantry_upload is not thread-safe: serialize calls on one upload.
  *   gantry_config and gantry_error objects are plain values: not thread-safe, serialize.
  *
+ * CALLBACKS (gantry_get_async)
+ *   Both callbacks of one request run on that request's own thread ("gantry-request"), one at
+ *   a time, body chunks strictly in object order, done exactly once and last. Data passed to the
+ *   body callback is lent: valid only during the call. A slow body callback slows the download
+ *   (backpressure), it never makes memory grow. From a callback you may call
+ *   gantry_request_cancel (or return non-zero from the body callback); do not call
+ *   gantry_request_wait or gantry_request_free on the same request, nor blocking transfers.
+ *
  * OWNERSHIP
  *   Every object returned through an out-parameter is owned by the caller and freed with its
  *   _free function (NULL-safe). Strings passed in are borrowed for the duration of the call.
@@ -155,12 +163,32 @@ typedef struct gantry_config gantry_config;
 typedef struct gantry_error gantry_error;
 
 /*
+ An asynchronous request. Create with `gantry_get_async`; free with `gantry_request_free`.
+ `gantry_request_wait` and `gantry_request_cancel` may be called from any thread, several
+ times, also after the request ended.
+ */
+typedef struct gantry_request gantry_request;
+
+/*
  A streaming upload of unknown length (checkpoints). Not thread-safe: serialize calls.
  End it with `gantry_upload_complete` or `gantry_upload_abort`, then free it with
  `gantry_upload_free`; freeing an upload that was neither completed nor aborted aborts it
  (no multipart parts are left on the server).
  */
 typedef struct gantry_upload gantry_upload;
+
+/*
+ Receives the object's bytes in order. `data` is lent for the duration of the call only
+ (it points into the engine's network buffer: copy what you keep). `offset` is the position
+ of `data[0]` in the object. Return 0 to continue, non-zero to cancel the request.
+ */
+typedef int32_t (*gantry_body_fn)(void *user_data, const uint8_t *data, size_t len, uint64_t offset);
+
+/*
+ Called exactly once when the request ends, with its result and, on failure, the error
+ (lent for the call; do not free it). Called before `gantry_request_wait` returns.
+ */
+typedef void (*gantry_done_fn)(void *user_data, gantry_result result, const gantry_error *err);
 
 #ifdef __cplusplus
 extern "C" {
@@ -283,6 +311,52 @@ bool gantry_error_retryable(const gantry_error *err);
  `err` is NULL or an error from this library not yet freed.
  */
 void gantry_error_free(gantry_error *err);
+
+/*
+ Starts downloading bucket/key in order, calling `body` for each chunk and `done` at the
+ end, on the request's own thread. Both callbacks may be NULL. Do not call blocking gantry
+ functions on the same client from the callbacks, and never free the request from them.
+
+ # Safety
+ `client` is live and outlives the request; strings are NUL-terminated; `user_data` stays
+ valid until `done` was called (or `gantry_request_free` returned).
+ */
+gantry_result gantry_get_async(const gantry_client *client,
+                               const char *bucket,
+                               const char *key,
+                               gantry_body_fn body,
+                               gantry_done_fn done,
+                               void *user_data,
+                               gantry_request **out_request,
+                               gantry_error **out_err);
+
+/*
+ Blocks until the request ends; returns its result (and error, if `out_err` is not NULL).
+ The done callback has returned by then. Not allowed from the request's own callbacks.
+
+ # Safety
+ `request` is live.
+ */
+gantry_result gantry_request_wait(const gantry_request *request, gantry_error **out_err);
+
+/*
+ Asks the request to stop: in-flight parts are dropped and the request ends with
+ GANTRY_RESULT_CANCELLED (unless it already ended). Returns at once; safe from any thread,
+ including the request's callbacks, and harmless after the request ended.
+
+ # Safety
+ `request` is live.
+ */
+gantry_result gantry_request_cancel(const gantry_request *request);
+
+/*
+ Cancels the request if it is still running, waits for it to end (its done callback has
+ returned), and frees it. NULL is allowed. Never call it from the request's callbacks.
+
+ # Safety
+ `request` is NULL or a request not yet freed.
+ */
+void gantry_request_free(gantry_request *request);
 
 /*
  Downloads bucket/key into `buf` (`buf_len` bytes) with parallel ranged GETs, writing the

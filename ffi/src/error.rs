@@ -104,6 +104,18 @@ impl gantry_error {
         }
     }
 
+    /// A copy for a second reader (errors handed out are owned and freed by the caller).
+    pub(crate) fn duplicate(&self) -> gantry_error {
+        gantry_error {
+            result: self.result,
+            message: self.message.clone(),
+            http_status: self.http_status,
+            s3_code: self.s3_code.clone(),
+            request_id: self.request_id.clone(),
+            retryable: self.retryable,
+        }
+    }
+
     pub(crate) fn result(&self) -> gantry_result {
         self.result
     }

@@ -12,11 +12,13 @@ mod client;
 mod config;
 mod error;
 mod guard;
+mod request;
 mod transfer;
 
 pub use client::*;
 pub use config::*;
 pub use error::*;
+pub use request::*;
 pub use transfer::*;
 
 /// Major version: changes when the ABI breaks.

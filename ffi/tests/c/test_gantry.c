@@ -214,6 +214,87 @@ static void test_fork(gantry_client *parent, const char *bucket, const char *end
     waitpid(pid, &status, 0);
 }
 
+struct sink {
+    unsigned char *buf;
+    size_t cap;
+    size_t got;
+    int in_order;
+    int done_calls;
+    gantry_result done_result;
+    int stop_after_first; /* body callback asks to stop */
+};
+
+static int on_body(void *user_data, const uint8_t *data, size_t len, uint64_t offset) {
+    struct sink *s = user_data;
+    if (offset != s->got) s->in_order = 0;
+    if (s->got + len <= s->cap) memcpy(s->buf + s->got, data, len);
+    s->got += len;
+    return s->stop_after_first ? 1 : 0;
+}
+
+static void on_done(void *user_data, gantry_result result, const gantry_error *err) {
+    struct sink *s = user_data;
+    s->done_calls++;
+    s->done_result = result;
+    (void)err;
+}
+
+static void test_async(gantry_client *c, const char *bucket) {
+    size_t len = 3 * PART + 11;
+    unsigned char *want = pattern(len, 4); /* the object roundtrip() stored under this size */
+    struct sink s = {malloc(len), len, 0, 1, 0, GANTRY_RESULT_INTERNAL, 0};
+    gantry_request *req = NULL;
+    char key[64];
+    snprintf(key, sizeof key, "obj-%zu", len);
+    CHECK(gantry_get_async(c, bucket, key, on_body, on_done, &s, &req, NULL) == GANTRY_RESULT_OK, "get_async");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK, "wait");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK, "wait again");
+    CHECK(s.done_calls == 1 && s.done_result == GANTRY_RESULT_OK, "done once with OK (%d)", s.done_calls);
+    CHECK(s.got == len && s.in_order && memcmp(s.buf, want, len) == 0, "async bytes (%zu of %zu)", s.got, len);
+    CHECK(gantry_request_cancel(req) == GANTRY_RESULT_OK, "cancel after the end is harmless");
+    gantry_request_free(req);
+
+    /* The body callback stops the request. */
+    struct sink stop = {malloc(len), len, 0, 1, 0, GANTRY_RESULT_INTERNAL, 1};
+    req = NULL;
+    gantry_get_async(c, bucket, key, on_body, on_done, &stop, &req, NULL);
+    gantry_error *err = NULL;
+    CHECK(gantry_request_wait(req, &err) == GANTRY_RESULT_CANCELLED, "stopped by the callback");
+    CHECK(gantry_error_result(err) == GANTRY_RESULT_CANCELLED, "error object");
+    gantry_error_free(err);
+    CHECK(stop.done_calls == 1 && stop.done_result == GANTRY_RESULT_CANCELLED, "done with CANCELLED");
+    CHECK(stop.got < len, "no bytes after the stop");
+    gantry_request_free(req);
+
+    /* Cancel from another thread (here: right away), and free without waiting. */
+    struct sink cancel = {malloc(len), len, 0, 1, 0, GANTRY_RESULT_INTERNAL, 0};
+    req = NULL;
+    gantry_get_async(c, bucket, key, NULL, on_done, &cancel, &req, NULL);
+    gantry_request_cancel(req);
+    gantry_result r = gantry_request_wait(req, NULL);
+    CHECK(r == GANTRY_RESULT_CANCELLED || r == GANTRY_RESULT_OK, "cancelled (or already done): %d", r);
+    gantry_request_free(req);
+    CHECK(cancel.done_calls == 1, "done exactly once");
+
+    /* Errors arrive through done and wait. */
+    struct sink missing = {NULL, 0, 0, 1, 0, GANTRY_RESULT_INTERNAL, 0};
+    req = NULL;
+    gantry_get_async(c, bucket, "missing", on_body, on_done, &missing, &req, NULL);
+    err = NULL;
+    CHECK(gantry_request_wait(req, &err) == GANTRY_RESULT_NOT_FOUND, "missing via async");
+    CHECK(gantry_error_http_status(err) == 404, "status through wait");
+    gantry_error_free(err);
+    gantry_request_free(req);
+    CHECK(missing.done_result == GANTRY_RESULT_NOT_FOUND, "done saw NOT_FOUND");
+    CHECK(gantry_get_async(c, bucket, "k", NULL, NULL, NULL, NULL, NULL) == GANTRY_RESULT_NULL_PARAMETER, "NULL out_request");
+    gantry_request_free(NULL);
+    CHECK(gantry_request_cancel(NULL) == GANTRY_RESULT_NULL_PARAMETER, "cancel NULL");
+    free(s.buf);
+    free(stop.buf);
+    free(cancel.buf);
+    free(want);
+}
+
 int main(int argc, char **argv) {
     const char *endpoint = getenv("GANTRY_TEST_ENDPOINT");
     const char *dir = argc > 1 ? argv[1] : "/tmp";
@@ -228,6 +309,7 @@ int main(int argc, char **argv) {
     CHECK(gantry_create_bucket(c, bucket, NULL) == GANTRY_RESULT_OK, "create bucket");
     size_t sizes[] = {0, 1, 1048576, 3 * PART + 11};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) roundtrip(c, bucket, sizes[i], (unsigned)i + 1, dir);
+    test_async(c, bucket);
     test_fork(c, bucket, endpoint);
     test_errors(c, bucket, endpoint);
     gantry_client_free(c);
