@@ -2,8 +2,10 @@ package gantry
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand"
 	"net"
 	"os"
@@ -183,5 +185,76 @@ func TestConcurrentUse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+func TestGetReaderStreamsInOrder(t *testing.T) {
+	c := newClient(t, "gantry-secret-key")
+	data := pattern(17<<20+9, 21)
+	if err := c.PutBytes(bucket, "streamed-get", data); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.GetReader(context.Background(), bucket, "streamed-get")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("err %v, %d of %d bytes, equal %v", err, len(got), len(data), bytes.Equal(got, data))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+
+	// Missing key: the error arrives through Read.
+	r, err = c.GetReader(context.Background(), bucket, "missing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(r)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeNotFound || e.HTTPStatus != 404 {
+		t.Fatalf("missing: %#v", err)
+	}
+	r.Close()
+}
+
+func TestGetReaderCancelAndEarlyClose(t *testing.T) {
+	c := newClient(t, "gantry-secret-key")
+	if err := c.PutBytes(bucket, "big", pattern(40<<20, 22)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := c.GetReader(ctx, bucket, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	_, err = io.Copy(io.Discard, r)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeCancelled {
+		t.Fatalf("after cancel: %#v", err)
+	}
+	r.Close()
+
+	// Closing early, without reading to the end, must not hang.
+	r, err = c.GetReader(context.Background(), bucket, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(r, buf); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { r.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hung")
 	}
 }

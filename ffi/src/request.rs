@@ -126,6 +126,11 @@ async fn drive(
     };
     let mut offset = 0u64;
     loop {
+        // Checked before every chunk: when chunks are already buffered, `select` below would
+        // always find the chunk ready first and a cancel would never win.
+        if matches!(cancel.try_recv(), Ok(Some(())) | Err(_)) {
+            return Err(cancelled());
+        }
         let next = std::pin::pin!(stream.next_chunk());
         let chunk = match select(next, &mut cancel).await {
             Either::Left((Some(Ok(chunk)), _)) => chunk,
