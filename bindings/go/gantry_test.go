@@ -258,3 +258,25 @@ func TestGetReaderCancelAndEarlyClose(t *testing.T) {
 		t.Fatal("Close hung")
 	}
 }
+
+// BenchmarkGetInto measures a 1 GiB download into Go memory through the binding (compare with
+// `gantry cp s3://... -` on the same server). Run: go test -run XXX -bench GetInto -benchtime 3x
+func BenchmarkGetInto(b *testing.B) {
+	c, err := NewClient(Config{"endpoint_url": endpoint, "access_key_id": "gantry", "secret_access_key": "gantry-secret-key"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	data := pattern(1<<30, 3)
+	if err := c.PutBytes(bucket, "bench-1g", data); err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, len(data))
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := c.GetInto(bucket, "bench-1g", buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
