@@ -238,7 +238,8 @@ gantry_result gantry_config_new(gantry_config **out_config, gantry_error **out_e
  max_connections, target_gbps, memory_limit, read_window, path_style, payload_signing
  (signed/unsigned), connect_timeout_ms, first_byte_timeout_ms, read_idle_timeout_ms,
  max_attempts, worker_threads, nic (repeat to add interfaces), bind (repeat to add source
- addresses). An unknown key or a bad value returns GANTRY_RESULT_INVALID_ARGUMENT.
+ addresses). An unknown key or a bad value returns GANTRY_RESULT_INVALID_ARGUMENT and leaves
+ the configuration unchanged; cross-field checks happen in gantry_client_new.
 
  # Safety
  `config` is a live configuration; `key` and `value` are NUL-terminated strings.

@@ -326,6 +326,21 @@ impl ClientConfigBuilder {
         self.bind_addresses = addrs.into_iter().collect();
         self
     }
+    pub(crate) fn credentials_source(&self) -> &CredentialsSource {
+        &self.credentials
+    }
+    pub(crate) fn timeouts_mut(&mut self) -> &mut Timeouts {
+        &mut self.timeouts
+    }
+    pub(crate) fn retry_mut(&mut self) -> &mut RetryConfig {
+        &mut self.retry
+    }
+    pub(crate) fn interfaces_mut(&mut self) -> &mut Vec<String> {
+        &mut self.network_interfaces
+    }
+    pub(crate) fn bind_addresses_mut(&mut self) -> &mut Vec<std::net::IpAddr> {
+        &mut self.bind_addresses
+    }
     /// Ignore `AWS_*` environment variables for region and endpoint (tests, embedding).
     pub fn ignore_environment(mut self) -> Self {
         self.read_env = false;
@@ -375,6 +390,11 @@ impl ClientConfigBuilder {
             .read_window_bytes
             .unwrap_or(16 * self.part_size_bytes)
             .clamp(self.part_size_bytes, self.memory_limit_bytes);
+        if let CredentialsSource::Static(c) = &self.credentials {
+            if c.access_key_id.is_empty() || c.secret_access_key.is_empty() {
+                return Err(bad("access_key_id and secret_access_key must be set together".into()));
+            }
+        }
         if self.retry.max_attempts == 0 {
             return Err(bad("retry max attempts must be at least 1".into()));
         }

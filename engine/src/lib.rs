@@ -48,6 +48,7 @@
 mod buffer_pool;
 mod client;
 mod config;
+mod config_keys;
 mod credentials;
 mod download;
 mod error;
@@ -65,6 +66,7 @@ pub use config::{
     parse_size, Addressing, ClientConfig, ClientConfigBuilder, Endpoint, PayloadSigning, RetryConfig, Timeouts,
     MAX_PARTS, MAX_PART_SIZE, MIB, MIN_PART_SIZE,
 };
+pub use config_keys::CONFIG_KEYS;
 pub use credentials::{Credentials, CredentialsSource};
 pub use download::stream::GetStream;
 pub use error::{Error, ErrorKind, Operation, Result};

@@ -243,6 +243,24 @@ pub unsafe extern "C" fn gantry_upload_write(
     })
 }
 
+/// Ends an upload with `finish` (complete or abort); the upload is finished afterwards either way.
+///
+/// # Safety
+/// `upload` is NULL or a live upload not used concurrently.
+unsafe fn end_upload(
+    upload: *mut gantry_upload,
+    out_err: *mut *mut gantry_error,
+    finish: impl FnOnce(&gantry::Client, gantry::Upload) -> gantry::Result<()>,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: the caller passes NULL or a live upload it does not use concurrently.
+        let up = unsafe { upload.as_mut() }.ok_or(Failure::Null("upload"))?;
+        let inner = up.upload.take().ok_or(Failure::State("the upload was already completed or aborted"))?;
+        finish(&up.client, inner)?;
+        Ok(())
+    })
+}
+
 /// Uploads what is left and completes the object. On failure the upload is aborted. Either
 /// way the upload is finished: only `gantry_upload_free` is allowed afterwards.
 ///
@@ -253,13 +271,8 @@ pub unsafe extern "C" fn gantry_upload_complete(
     upload: *mut gantry_upload,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
-        // SAFETY: the caller passes NULL or a live upload it does not use concurrently.
-        let up = unsafe { upload.as_mut() }.ok_or(Failure::Null("upload"))?;
-        let inner = up.upload.take().ok_or(Failure::State("the upload was already completed or aborted"))?;
-        up.client.block_on(inner.complete())?;
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { end_upload(upload, out_err, |client, inner| client.block_on(inner.complete()).map(|_| ())) }
 }
 
 /// Discards the upload (AbortMultipartUpload if parts were sent) and waits for that.
@@ -271,13 +284,8 @@ pub unsafe extern "C" fn gantry_upload_abort(
     upload: *mut gantry_upload,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
-        // SAFETY: the caller passes NULL or a live upload it does not use concurrently.
-        let up = unsafe { upload.as_mut() }.ok_or(Failure::Null("upload"))?;
-        let inner = up.upload.take().ok_or(Failure::State("the upload was already completed or aborted"))?;
-        up.client.block_on(inner.abort())?;
-        Ok(())
-    })
+    // SAFETY: forwarded contract.
+    unsafe { end_upload(upload, out_err, |client, inner| client.block_on(inner.abort())) }
 }
 
 /// Frees an upload; an unfinished one is aborted in the background. NULL is allowed.

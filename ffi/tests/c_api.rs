@@ -51,6 +51,7 @@ fn c_tests_pass_under_valgrind() {
             "--child-silent-after-fork=yes",
             "--quiet",
         ])
+        .arg(format!("--suppressions={}", repo.join("ffi/tests/valgrind.supp").display()))
         .arg(&exe);
         c
     } else {
