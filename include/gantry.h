@@ -163,6 +163,12 @@ typedef struct gantry_config gantry_config;
 typedef struct gantry_error gantry_error;
 
 /*
+ One page of ListObjectsV2. Owned by the caller; free with `gantry_list_page_free`. Strings
+ returned by its accessors live as long as the page.
+ */
+typedef struct gantry_list_page gantry_list_page;
+
+/*
  An asynchronous request. Create with `gantry_get_async`; free with `gantry_request_free`.
  `gantry_request_wait` and `gantry_request_cancel` may be called from any thread, several
  times, also after the request ended.
@@ -176,6 +182,36 @@ typedef struct gantry_request gantry_request;
  (no multipart parts are left on the server).
  */
 typedef struct gantry_upload gantry_upload;
+
+/*
+ A copy of a client's counters (all since the client was created).
+ */
+typedef struct {
+  /*
+   Body bytes received (including attempts that later failed).
+   */
+  uint64_t bytes_downloaded;
+  /*
+   Body bytes sent (including attempts that later failed).
+   */
+  uint64_t bytes_uploaded;
+  /*
+   HTTP requests sent, retries included.
+   */
+  uint64_t requests;
+  /*
+   Requests that were retries.
+   */
+  uint64_t retries;
+  /*
+   TCP connections opened.
+   */
+  uint64_t connections_opened;
+  /*
+   Request attempts that failed.
+   */
+  uint64_t errors;
+} gantry_metrics;
 
 /*
  Receives the object's bytes in order. `data` is lent for the duration of the call only
@@ -312,6 +348,73 @@ bool gantry_error_retryable(const gantry_error *err);
  `err` is NULL or an error from this library not yet freed.
  */
 void gantry_error_free(gantry_error *err);
+
+/*
+ Lists one page of keys in `bucket`. `prefix` and `continuation_token` may be NULL;
+ `max_keys` 0 means the server's default (1,000). Pass the previous page's
+ `gantry_list_page_next_token` to continue; it is NULL on the last page.
+
+ # Safety
+ `client` is live; `bucket` is NUL-terminated; `prefix` and `continuation_token` are NULL or
+ NUL-terminated; `out_page` is writable.
+ */
+gantry_result gantry_list_objects(const gantry_client *client,
+                                  const char *bucket,
+                                  const char *prefix,
+                                  const char *continuation_token,
+                                  uint32_t max_keys,
+                                  gantry_list_page **out_page,
+                                  gantry_error **out_err);
+
+/*
+ Number of objects in the page (0 for NULL).
+
+ # Safety
+ `page` is NULL or live.
+ */
+size_t gantry_list_page_count(const gantry_list_page *page);
+
+/*
+ Key of object `i`, or NULL when `i` is out of range.
+
+ # Safety
+ `page` is NULL or live.
+ */
+const char *gantry_list_page_key(const gantry_list_page *page, size_t i);
+
+/*
+ Size of object `i` in bytes (0 when `i` is out of range).
+
+ # Safety
+ `page` is NULL or live.
+ */
+uint64_t gantry_list_page_size(const gantry_list_page *page, size_t i);
+
+/*
+ The token for the next page, or NULL when this is the last page.
+
+ # Safety
+ `page` is NULL or live.
+ */
+const char *gantry_list_page_next_token(const gantry_list_page *page);
+
+/*
+ Frees a page. NULL is allowed.
+
+ # Safety
+ `page` is NULL or a page not yet freed.
+ */
+void gantry_list_page_free(gantry_list_page *page);
+
+/*
+ Writes the client's counters to `*out`. Cheap; safe from any thread.
+
+ # Safety
+ `client` is live; `out` is writable.
+ */
+gantry_result gantry_client_metrics(const gantry_client *client,
+                                    gantry_metrics *out,
+                                    gantry_error **out_err);
 
 /*
  Starts downloading bucket/key in order, calling `body` for each chunk and `done` at the

@@ -280,3 +280,23 @@ func BenchmarkGetInto(b *testing.B) {
 		}
 	}
 }
+
+func TestListAndMetrics(t *testing.T) {
+	c := newClient(t, "gantry-secret-key")
+	for i := 0; i < 1005; i++ {
+		if err := c.PutBytes(bucket, fmt.Sprintf("list/%04d", i), []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs, err := c.List(bucket, "list/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 1005 || objs[0].Key != "list/0000" || objs[1004].Key != "list/1004" || objs[7].Size != 1 {
+		t.Fatalf("listing: %d objects", len(objs))
+	}
+	m, err := c.Metrics()
+	if err != nil || m.Requests < 1005 || m.BytesUploaded < 1005 {
+		t.Fatalf("metrics %+v, %v", m, err)
+	}
+}

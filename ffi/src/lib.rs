@@ -12,12 +12,14 @@ mod client;
 mod config;
 mod error;
 mod guard;
+mod listing;
 mod request;
 mod transfer;
 
 pub use client::*;
 pub use config::*;
 pub use error::*;
+pub use listing::*;
 pub use request::*;
 pub use transfer::*;
 

@@ -295,6 +295,45 @@ static void test_async(gantry_client *c, const char *bucket) {
     free(want);
 }
 
+static void test_list_and_metrics(gantry_client *c) {
+    const char *bucket = "clist";
+    CHECK(gantry_create_bucket(c, bucket, NULL) == GANTRY_RESULT_OK, "create list bucket");
+    unsigned char byte = 7;
+    for (int i = 0; i < 12; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "p/%02d", i);
+        CHECK(gantry_put_buffer(c, bucket, key, &byte, (size_t)(i % 2), NULL) == GANTRY_RESULT_OK, "put %s", key);
+    }
+    gantry_put_buffer(c, bucket, "other", &byte, 1, NULL);
+    char *token = NULL;
+    int pages = 0, seen = 0;
+    do {
+        gantry_list_page *page = NULL;
+        CHECK(gantry_list_objects(c, bucket, "p/", token, 5, &page, NULL) == GANTRY_RESULT_OK, "list page %d", pages);
+        free(token);
+        token = NULL;
+        for (size_t i = 0; i < gantry_list_page_count(page); i++, seen++) {
+            char want[32];
+            snprintf(want, sizeof want, "p/%02d", seen);
+            CHECK(strcmp(gantry_list_page_key(page, i), want) == 0, "key %s vs %s", gantry_list_page_key(page, i), want);
+            CHECK(gantry_list_page_size(page, i) == (uint64_t)(seen % 2), "size of %s", want);
+        }
+        CHECK(gantry_list_page_key(page, 99) == NULL, "out of range key");
+        if (gantry_list_page_next_token(page)) token = strdup(gantry_list_page_next_token(page));
+        gantry_list_page_free(page);
+        pages++;
+    } while (token && pages < 10);
+    CHECK(pages == 3 && seen == 12, "pages %d, keys %d", pages, seen);
+    gantry_list_page_free(NULL);
+    CHECK(gantry_list_objects(c, bucket, NULL, NULL, 0, NULL, NULL) == GANTRY_RESULT_NULL_PARAMETER, "NULL out_page");
+
+    gantry_metrics m = {0};
+    CHECK(gantry_client_metrics(c, &m, NULL) == GANTRY_RESULT_OK, "metrics");
+    CHECK(m.requests > 20 && m.bytes_uploaded > 0 && m.bytes_downloaded > 0 && m.connections_opened > 0,
+          "metrics count the work: %llu requests", (unsigned long long)m.requests);
+    CHECK(gantry_client_metrics(c, NULL, NULL) == GANTRY_RESULT_NULL_PARAMETER, "NULL metrics out");
+}
+
 int main(int argc, char **argv) {
     const char *endpoint = getenv("GANTRY_TEST_ENDPOINT");
     const char *dir = argc > 1 ? argv[1] : "/tmp";
@@ -310,6 +349,7 @@ int main(int argc, char **argv) {
     size_t sizes[] = {0, 1, 1048576, 3 * PART + 11};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) roundtrip(c, bucket, sizes[i], (unsigned)i + 1, dir);
     test_async(c, bucket);
+    test_list_and_metrics(c);
     test_fork(c, bucket, endpoint);
     test_errors(c, bucket, endpoint);
     gantry_client_free(c);
