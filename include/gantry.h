@@ -480,6 +480,25 @@ gantry_result gantry_get_into(const gantry_client *client,
                               gantry_error **out_err);
 
 /*
+ Downloads `length` bytes of bucket/key starting at `offset` into `buf` (`buf_len` >=
+ `length`), straight from the network buffers. A range reaching past the end of the object
+ is cut there: `*out_written` (may be NULL) receives the bytes written. A range starting at
+ or past the end fails with GANTRY_RESULT_CLIENT_ERROR (HTTP 416, "InvalidRange").
+
+ # Safety
+ `client` is live; `bucket`, `key` are NUL-terminated; `buf` points to `buf_len` writable bytes.
+ */
+gantry_result gantry_get_range_into(const gantry_client *client,
+                                    const char *bucket,
+                                    const char *key,
+                                    uint64_t offset,
+                                    uint64_t length,
+                                    uint8_t *buf,
+                                    size_t buf_len,
+                                    uint64_t *out_written,
+                                    gantry_error **out_err);
+
+/*
  Downloads bucket/key into the file at `path` (positional writes into a temporary file in the
  same directory, renamed over `path` only on success).
 
@@ -494,12 +513,14 @@ gantry_result gantry_get_to_file(const gantry_client *client,
                                  gantry_error **out_err);
 
 /*
- Uploads `len` bytes at `data` as bucket/key (PutObject, or multipart above the threshold).
- The bytes are copied once when the call starts; `data` may be reused when it returns.
+ Uploads `len` bytes at `data` as bucket/key (PutObject, or multipart above the threshold)
+ without copying them: parts are sent straight from `data`. `data` must stay valid and
+ unchanged until the call returns; the call returns only once the library holds no
+ reference to it (also after a failure or a cancelled part).
 
  # Safety
  `client` is live; strings are NUL-terminated; `data` points to `len` readable bytes (may
- be NULL when `len` is 0).
+ be NULL when `len` is 0) that nobody writes during the call.
  */
 gantry_result gantry_put_buffer(const gantry_client *client,
                                 const char *bucket,

@@ -121,7 +121,7 @@ impl Client {
         let (head_tx, head_rx) = oneshot::channel();
         let driver = self.spawn(
             Operation::GetObject,
-            download::run(self.shared().clone(), bucket.into(), key.into(), Delivery::Copy(tx), head_tx),
+            download::run(self.shared().clone(), bucket.into(), key.into(), None, Delivery::Copy(tx), head_tx),
         );
         let Ok(info) = head_rx.await else {
             return Err(driver.await.err().unwrap_or_else(|| Error::cancelled(Operation::GetObject)));
@@ -135,6 +135,42 @@ impl Client {
         while let Some(chunk) = rx.recv().await {
             let start = chunk.offset as usize;
             buf[start..start + chunk.data.len()].copy_from_slice(&chunk.data);
+        }
+        driver.await?;
+        Ok(info)
+    }
+
+    /// Downloads bytes `range` of `bucket/key` into the start of `buf` with parallel ranged
+    /// GETs (the same version checks as a whole download). A range reaching past the end of
+    /// the object is cut at the end; the bytes written are `min(range.end, size) - range.start`
+    /// where `size` is the returned [`ObjectInfo::size`]. A range starting at or past the end
+    /// fails with the server's 416 (`InvalidRange`).
+    pub async fn get_range_into(
+        &self,
+        bucket: &str,
+        key: &str,
+        range: std::ops::Range<u64>,
+        buf: &mut [u8],
+    ) -> Result<ObjectInfo> {
+        let start = range.start;
+        let wanted = range.end.saturating_sub(range.start);
+        if wanted > buf.len() as u64 {
+            return Err(Error::invalid(
+                Operation::GetObject,
+                format!("the buffer holds {} bytes but the range has {wanted}", buf.len()),
+            ));
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (head_tx, head_rx) = oneshot::channel();
+        let run =
+            download::run(self.shared().clone(), bucket.into(), key.into(), Some(range), Delivery::Copy(tx), head_tx);
+        let driver = self.spawn(Operation::GetObject, run);
+        let Ok(info) = head_rx.await else {
+            return Err(driver.await.err().unwrap_or_else(|| Error::cancelled(Operation::GetObject)));
+        };
+        while let Some(chunk) = rx.recv().await {
+            let at = (chunk.offset - start) as usize;
+            buf[at..at + chunk.data.len()].copy_from_slice(&chunk.data);
         }
         driver.await?;
         Ok(info)
@@ -155,7 +191,7 @@ impl Client {
             let file = temp.file.clone();
             let writer = tokio::task::spawn_blocking(move || write_chunks(&file, rx));
             let (head_tx, mut head_rx) = oneshot::channel();
-            let downloaded = download::run(shared, bucket, key, Delivery::Copy(tx), head_tx).await;
+            let downloaded = download::run(shared, bucket, key, None, Delivery::Copy(tx), head_tx).await;
             let written = writer
                 .await
                 .map_err(|_| Error::new(ErrorKind::Internal, Operation::LocalIo, "file writer panicked"))?;
@@ -178,7 +214,7 @@ impl Client {
         let (head_tx, head_rx) = oneshot::channel();
         let delivery = Delivery::Stream { parts: parts_tx, window: Arc::new(Semaphore::new(window_parts)) };
         let driver =
-            self.spawn(Operation::GetObject, download::run(shared, bucket.into(), key.into(), delivery, head_tx));
+            self.spawn(Operation::GetObject, download::run(shared, bucket.into(), key.into(), None, delivery, head_tx));
         match head_rx.await {
             Ok(info) => Ok(GetStream::new(info, parts_rx, driver)),
             Err(_) => Err(driver.await.err().unwrap_or_else(|| Error::cancelled(Operation::GetObject))),

@@ -48,6 +48,40 @@ pub unsafe extern "C" fn gantry_get_into(
     })
 }
 
+/// Downloads `length` bytes of bucket/key starting at `offset` into `buf` (`buf_len` >=
+/// `length`), straight from the network buffers. A range reaching past the end of the object
+/// is cut there: `*out_written` (may be NULL) receives the bytes written. A range starting at
+/// or past the end fails with GANTRY_RESULT_CLIENT_ERROR (HTTP 416, "InvalidRange").
+///
+/// # Safety
+/// `client` is live; `bucket`, `key` are NUL-terminated; `buf` points to `buf_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_get_range_into(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    offset: u64,
+    length: u64,
+    buf: *mut u8,
+    buf_len: usize,
+    out_written: *mut u64,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: per the contract above.
+        let (client, bucket, key) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        if buf.is_null() || buf_len == 0 {
+            return Err(Failure::Null("buf"));
+        }
+        let end = offset.checked_add(length).ok_or_else(|| Failure::Invalid("offset + length overflows".into()))?;
+        // SAFETY: non-NULL and buf_len writable bytes per the contract.
+        let buf = unsafe { std::slice::from_raw_parts_mut(buf, buf_len) };
+        let info = client.block_on(client.get_range_into(bucket, key, offset..end, buf))?;
+        write_out(out_written, end.min(info.size) - offset);
+        Ok(())
+    })
+}
+
 /// Downloads bucket/key into the file at `path` (positional writes into a temporary file in the
 /// same directory, renamed over `path` only on success).
 ///
@@ -72,12 +106,43 @@ pub unsafe extern "C" fn gantry_get_to_file(
     })
 }
 
-/// Uploads `len` bytes at `data` as bucket/key (PutObject, or multipart above the threshold).
-/// The bytes are copied once when the call starts; `data` may be reused when it returns.
+/// Caller memory lent to the engine without a copy. The `Bytes` built on it may be cloned into
+/// part requests; when the last clone is dropped, `Loan::drop` signals the waiting call.
+struct Loan {
+    ptr: *const u8,
+    len: usize,
+    returned: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+}
+
+// SAFETY: the memory is the caller's and stays valid and unchanged until gantry_put_buffer
+// returns, which waits for this loan to be dropped; reading it from any thread is then fine.
+unsafe impl Send for Loan {}
+// SAFETY: as above; the loan is only read.
+unsafe impl Sync for Loan {}
+
+impl AsRef<[u8]> for Loan {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: ptr/len describe caller memory valid for the loan's life (see Send above).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Drop for Loan {
+    fn drop(&mut self) {
+        let (lock, cv) = &*self.returned;
+        *lock.lock().expect("loan lock") = true;
+        cv.notify_all();
+    }
+}
+
+/// Uploads `len` bytes at `data` as bucket/key (PutObject, or multipart above the threshold)
+/// without copying them: parts are sent straight from `data`. `data` must stay valid and
+/// unchanged until the call returns; the call returns only once the library holds no
+/// reference to it (also after a failure or a cancelled part).
 ///
 /// # Safety
 /// `client` is live; strings are NUL-terminated; `data` points to `len` readable bytes (may
-/// be NULL when `len` is 0).
+/// be NULL when `len` is 0) that nobody writes during the call.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_put_buffer(
     client: *const gantry_client,
@@ -90,13 +155,23 @@ pub unsafe extern "C" fn gantry_put_buffer(
     run(out_err, || {
         // SAFETY: per the contract above.
         let (client, bucket, key) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
-        let body = match (data.is_null(), len) {
-            (_, 0) => bytes::Bytes::new(),
-            (true, _) => return Err(Failure::Null("data")),
-            // SAFETY: non-NULL and len readable bytes per the contract.
-            (false, n) => bytes::Bytes::copy_from_slice(unsafe { std::slice::from_raw_parts(data, n) }),
-        };
-        client.block_on(client.put(bucket, key, body))?;
+        if data.is_null() && len > 0 {
+            return Err(Failure::Null("data"));
+        }
+        if len == 0 {
+            client.block_on(client.put(bucket, key, bytes::Bytes::new()))?;
+            return Ok(());
+        }
+        let returned = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let body = bytes::Bytes::from_owner(Loan { ptr: data, len, returned: returned.clone() });
+        let result = client.block_on(client.put(bucket, key, body));
+        // Connection tasks of cancelled requests may drop their copy a moment later: wait.
+        let (lock, cv) = &*returned;
+        let mut done = lock.lock().expect("loan lock");
+        while !*done {
+            done = cv.wait(done).expect("loan lock");
+        }
+        result?;
         Ok(())
     })
 }

@@ -325,3 +325,28 @@ pub fn stream_backpressure(b: &Backend) {
     });
     let _ = MIB;
 }
+
+/// Byte ranges into caller memory: inside one part, across parts, cut at the end, past the end.
+pub fn ranged_reads(b: &Backend) {
+    let client = b.client(|c| c);
+    let bucket = b.bucket(&client);
+    let size = 3 * PART + 17;
+    let data = pattern(size as usize, 31);
+    client.block_on(async {
+        client.put(&bucket, "r", data.clone()).await.unwrap();
+        for (start, end) in
+            [(0, 1), (5, 100), (PART - 3, PART + 3), (7, 3 * PART), (PART, size), (size - 5, size + 100)]
+        {
+            let mut buf = vec![0u8; (end - start) as usize];
+            let info = client.get_range_into(&bucket, "r", start..end, &mut buf).await.unwrap();
+            assert_eq!(info.size, size);
+            let got = (end.min(size) - start) as usize;
+            assert!(buf[..got] == data[start as usize..start as usize + got], "range {start}..{end}");
+        }
+        let mut buf = vec![0u8; 10];
+        let e = client.get_range_into(&bucket, "r", size..size + 10, &mut buf).await.unwrap_err();
+        assert_eq!(e.http_status(), Some(416), "{e}");
+        let e = client.get_range_into(&bucket, "r", 0..11, &mut buf).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    });
+}

@@ -146,15 +146,25 @@ pub(crate) async fn run(
     shared: Arc<Shared>,
     bucket: Arc<str>,
     key: Arc<str>,
+    range: Option<Range<u64>>,
     delivery: Delivery,
     head_tx: oneshot::Sender<ObjectInfo>,
 ) -> Result<()> {
     let part_size = shared.config.part_size_bytes;
+    let (start, end) = range.as_ref().map_or((0, u64::MAX), |r| (r.start, r.end));
+    if start >= end {
+        return Err(Error::invalid(OP, format!("empty byte range {start}..{end}")));
+    }
     let memory = shared.scheduler.memory.reserve(part_size).await;
     let window = acquire_window(&delivery).await;
     let slot = shared.scheduler.slot().await;
-    let (head, body) = open_first(&shared, &bucket, &key, part_size).await?;
+    let first = start..end.min(start.saturating_add(part_size));
+    let (head, body) = open_first(&shared, &bucket, &key, first, start == 0).await?;
+    if head.start != start {
+        return Err(Error::new(ErrorKind::Protocol, OP, format!("asked for bytes from {start}, got {}", head.start)));
+    }
     let total = head.total;
+    let limit = end.min(total);
     let info = ObjectInfo {
         size: total,
         etag: head.etag.clone(),
@@ -179,7 +189,7 @@ pub(crate) async fn run(
         sink,
     ));
 
-    for range in plan::later_parts(first_range.end, total, part_size) {
+    for range in plan::later_parts(first_range.end, limit, part_size) {
         let memory = shared.scheduler.memory.reserve(range.end - range.start).await;
         let window = acquire_window(&delivery).await;
         let slot = shared.scheduler.slot().await;
@@ -225,12 +235,20 @@ fn make_sink(delivery: &Delivery, len: u64, memory: MemoryPermit, window: Option
     }
 }
 
-/// The first request: discovers size and ETag (see the module docs for 416 and 200).
-async fn open_first(shared: &Shared, bucket: &str, key: &str, part_size: u64) -> Result<(RangeHead, Body)> {
+/// The first request: discovers size and ETag (see the module docs for 416 and 200). A 416
+/// means an empty object only when the read starts at 0 (`may_be_empty`); otherwise the range
+/// lies past the end of the object and the 416 is the answer.
+async fn open_first(
+    shared: &Shared,
+    bucket: &str,
+    key: &str,
+    first: Range<u64>,
+    may_be_empty: bool,
+) -> Result<(RangeHead, Body)> {
     let mut retry = Retry::new(&shared.s3.retry);
     loop {
-        let result = match shared.s3.get_range(bucket, key, Some(0..part_size), None, retry.attempt()).await {
-            Err(e) if e.http_status() == Some(416) => {
+        let result = match shared.s3.get_range(bucket, key, Some(first.clone()), None, retry.attempt()).await {
+            Err(e) if may_be_empty && e.http_status() == Some(416) => {
                 shared.s3.get_range(bucket, key, None, None, retry.attempt()).await
             }
             other => other,

@@ -144,6 +144,30 @@ static void roundtrip(gantry_client *c, const char *bucket, size_t len, unsigned
     free(data);
 }
 
+static void test_ranges(gantry_client *c, const char *bucket) {
+    size_t len = 3 * PART + 11;
+    unsigned char *want = pattern(len, 4);
+    char key[64];
+    snprintf(key, sizeof key, "obj-%zu", len);
+    unsigned char *buf = malloc(len);
+    uint64_t written = 0;
+    uint64_t cases[][2] = {{0, 1}, {PART - 2, 5}, {7, 2 * PART}, {len - 3, 100}};
+    for (size_t i = 0; i < 4; i++) {
+        uint64_t off = cases[i][0], n = cases[i][1];
+        CHECK(gantry_get_range_into(c, bucket, key, off, n, buf, len, &written, NULL) == GANTRY_RESULT_OK, "range %zu", i);
+        uint64_t expect = off + n > len ? len - off : n;
+        CHECK(written == expect && memcmp(buf, want + off, (size_t)expect) == 0, "range %zu bytes (%llu)", i,
+              (unsigned long long)written);
+    }
+    gantry_error *err = NULL;
+    CHECK(gantry_get_range_into(c, bucket, key, len, 10, buf, len, NULL, &err) == GANTRY_RESULT_CLIENT_ERROR, "past the end");
+    CHECK(gantry_error_http_status(err) == 416, "416");
+    gantry_error_free(err);
+    CHECK(gantry_get_range_into(c, bucket, key, 0, 10, buf, 5, NULL, NULL) == GANTRY_RESULT_INVALID_ARGUMENT, "small buffer");
+    free(buf);
+    free(want);
+}
+
 static void test_errors(gantry_client *c, const char *bucket, const char *endpoint) {
     gantry_error *err = NULL;
     unsigned char small[4] = {1, 2, 3, 4};
@@ -349,6 +373,7 @@ int main(int argc, char **argv) {
     size_t sizes[] = {0, 1, 1048576, 3 * PART + 11};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) roundtrip(c, bucket, sizes[i], (unsigned)i + 1, dir);
     test_async(c, bucket);
+    test_ranges(c, bucket);
     test_list_and_metrics(c);
     test_fork(c, bucket, endpoint);
     test_errors(c, bucket, endpoint);
