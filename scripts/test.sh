@@ -27,7 +27,7 @@ scripts/check-header.sh
 echo "== tests (Rust: unit, conformance suite on s3s-fs and MinIO, CLI end to end, multi-NIC, C ABI under valgrind; then C++)"
 # Release mode: the multi-NIC test measures throughput, and the suites move ~1 GiB.
 # The C tests link the shared library: build it first.
-cargo build --locked --release -p gantry-ffi
+scripts/build-ffi.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e

@@ -15,6 +15,11 @@ fn c_tests_pass_under_valgrind() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
     let lib_dir = target_dir();
     assert!(lib_dir.join("libgantry.so").exists(), "libgantry.so not built in {}", lib_dir.display());
+    // The loader looks for the soname (scripts/build-ffi.sh makes this link too).
+    let soname = format!("libgantry.so.0.{}", env!("CARGO_PKG_VERSION_MINOR"));
+    let _ = std::os::unix::fs::symlink("libgantry.so", lib_dir.join(&soname));
+    let dump = Command::new("objdump").arg("-p").arg(lib_dir.join("libgantry.so")).output().unwrap();
+    assert!(String::from_utf8_lossy(&dump.stdout).contains(&soname), "libgantry.so must carry the soname {soname}");
     let work = tempfile::tempdir().unwrap();
     let exe = work.path().join("test_gantry");
     let status = Command::new("cc")
