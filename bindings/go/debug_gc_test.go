@@ -1,0 +1,60 @@
+//go:build debug
+
+package gantry
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"runtime"
+	"testing"
+)
+
+// TestFinalizersUnderForcedGC drops clients, uploads and readers without closing them while
+// the collector runs constantly: finalizers must free them safely and nothing may crash or
+// hang. Run with `go test -tags debug -race`.
+func TestFinalizersUnderForcedGC(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.GC()
+			}
+		}
+	}()
+	data := pattern(6<<20+1, 99)
+	for i := 0; i < 5; i++ {
+		c, err := NewClient(Config{"endpoint_url": endpoint, "access_key_id": "gantry",
+			"secret_access_key": "gantry-secret-key", "part_size": "5MiB"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.PutBytes(bucket, "gc", data); err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.GetReader(context.Background(), bucket, "gc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		r.Close()
+		u, err := c.Upload(bucket, "gc-abandoned")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := u.Write(data[:1<<20]); err != nil {
+			t.Fatal(err)
+		}
+		// Neither u nor c is closed: the finalizers are the backstop.
+	}
+	for i := 0; i < 5; i++ {
+		runtime.GC()
+	}
+}
