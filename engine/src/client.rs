@@ -344,9 +344,11 @@ impl Drop for TempFile {
     }
 }
 
-#[allow(dead_code)]
-fn _assert_send_sync() {
-    fn check<T: Send + Sync>() {}
-    check::<Client>();
-    let _ = ErrorKind::Internal;
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn client_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<super::Client>();
+    }
 }

@@ -13,12 +13,12 @@ use crate::guard::{run, str_arg, Failure};
 /// `gantry_config_free`. Not thread-safe.
 #[derive(Debug)]
 pub struct gantry_config {
-    builder: Option<ClientConfigBuilder>,
+    builder: ClientConfigBuilder,
 }
 
 impl gantry_config {
     pub(crate) fn build(&self) -> Result<ClientConfig, Failure> {
-        Ok(self.builder.clone().expect("present between calls").build()?)
+        Ok(self.builder.clone().build()?)
     }
 }
 
@@ -37,7 +37,7 @@ pub unsafe extern "C" fn gantry_config_new(
         if out_config.is_null() {
             return Err(Failure::Null("out_config"));
         }
-        let config = Box::new(gantry_config { builder: Some(ClientConfig::builder()) });
+        let config = Box::new(gantry_config { builder: ClientConfig::builder() });
         // SAFETY: checked non-NULL; the caller owns the new object.
         unsafe { *out_config = Box::into_raw(config) };
         Ok(())
@@ -66,8 +66,8 @@ pub unsafe extern "C" fn gantry_config_set(
         let config = unsafe { config.as_mut() }.ok_or(Failure::Null("config"))?;
         // SAFETY: per the contract above.
         let (key, value) = unsafe { (str_arg(key, "key")?, str_arg(value, "value")?) };
-        let current = config.builder.clone().expect("present between calls");
-        config.builder = Some(current.set(key, value)?);
+        // Set on a copy: a rejected value leaves the configuration as it was.
+        config.builder = config.builder.clone().set(key, value)?;
         Ok(())
     })
 }

@@ -126,8 +126,8 @@ impl Upload {
 
 impl Drop for Upload {
     fn drop(&mut self) {
-        if let Some(buf) = (!self.buf.is_empty() || self.buf.capacity() > 0).then(|| std::mem::take(&mut self.buf)) {
-            self.shared.scheduler.memory.give_back(buf);
+        if self.buf.capacity() > 0 {
+            self.shared.scheduler.memory.give_back(std::mem::take(&mut self.buf));
         }
         // A multipart upload still held here aborts itself when dropped.
     }
