@@ -42,6 +42,7 @@ const (
 	CodePanic           Code = C.GANTRY_RESULT_PANIC
 	CodeInternal        Code = C.GANTRY_RESULT_INTERNAL
 	CodeInvalidState    Code = C.GANTRY_RESULT_INVALID_STATE
+	CodeChecksum        Code = C.GANTRY_RESULT_CHECKSUM_MISMATCH
 )
 
 // Error is a failed call with the server's metadata.

@@ -18,6 +18,7 @@ const UNIT: u64 = 1024;
 pub(crate) struct BufferPool {
     budget: Arc<Semaphore>,
     limit_units: u32,
+    peak_units: std::sync::atomic::AtomicU32,
     free: Mutex<Vec<Vec<u8>>>,
 }
 
@@ -30,7 +31,12 @@ pub(crate) struct MemoryPermit {
 impl BufferPool {
     pub(crate) fn new(limit_bytes: u64) -> Self {
         let limit_units = u32::try_from(limit_bytes.div_ceil(UNIT)).unwrap_or(u32::MAX);
-        BufferPool { budget: Arc::new(Semaphore::new(limit_units as usize)), limit_units, free: Mutex::new(Vec::new()) }
+        BufferPool {
+            budget: Arc::new(Semaphore::new(limit_units as usize)),
+            limit_units,
+            peak_units: Default::default(),
+            free: Mutex::new(Vec::new()),
+        }
     }
 
     /// Waits until `bytes` of the budget are free and reserves them. Waiters are served in
@@ -39,7 +45,19 @@ impl BufferPool {
     pub(crate) async fn reserve(&self, bytes: u64) -> MemoryPermit {
         let units = u32::try_from(bytes.div_ceil(UNIT)).unwrap_or(u32::MAX).clamp(1, self.limit_units);
         let permit = self.budget.clone().acquire_many_owned(units).await.expect("the budget semaphore is never closed");
+        let in_use = self.limit_units - self.budget.available_permits() as u32;
+        self.peak_units.fetch_max(in_use, std::sync::atomic::Ordering::Relaxed);
         MemoryPermit { _permit: permit }
+    }
+
+    /// Bytes of the budget reserved right now (for metrics).
+    pub(crate) fn in_use_bytes(&self) -> u64 {
+        u64::from(self.limit_units - self.budget.available_permits() as u32) * UNIT
+    }
+
+    /// The most bytes ever reserved at once (for metrics and the memory-limit tests).
+    pub(crate) fn peak_bytes(&self) -> u64 {
+        u64::from(self.peak_units.load(std::sync::atomic::Ordering::Relaxed)) * UNIT
     }
 
     /// Bytes of the budget not reserved right now.

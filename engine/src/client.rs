@@ -26,7 +26,9 @@ pub(crate) struct Shared {
     pub(crate) scheduler: Scheduler,
     pub(crate) config: ClientConfig,
     pub(crate) handle: Handle,
-    metrics: Arc<Metrics>,
+    pub(crate) metrics: Arc<Metrics>,
+    /// Recent part durations, for hedging.
+    pub(crate) part_latency: crate::download::hedge::PartLatency,
 }
 
 #[derive(Debug)]
@@ -77,12 +79,13 @@ impl Client {
     fn build(config: ClientConfig, handle: Handle, runtime: Option<Runtime>) -> Result<Client> {
         let metrics = Arc::new(Metrics::default());
         let t = &config.timeouts;
-        let connector = Connector::new(t.connect, config.tcp_recv_buffer_bytes, config.tcp_send_buffer_bytes);
+        let connector =
+            Connector::new(t.connect, t.tls_handshake, config.tcp_recv_buffer_bytes, config.tcp_send_buffer_bytes);
         let lanes = Lanes::new(&config.network_interfaces, &config.bind_addresses);
-        let http = HttpClient::new(connector, lanes, t.pool_idle, t.first_byte, t.read_idle, metrics.clone());
+        let http = HttpClient::new(connector, lanes, t, metrics.clone());
         let s3 = S3::new(&config, http, S3::new_signer(&config)?, metrics.clone());
         let scheduler = Scheduler::new(config.max_connections, config.memory_limit_bytes);
-        let shared = Arc::new(Shared { s3, scheduler, config, handle, metrics });
+        let shared = Arc::new(Shared { s3, scheduler, config, handle, metrics, part_latency: Default::default() });
         Ok(Client { inner: Arc::new(ClientInner { shared, runtime }) })
     }
 
@@ -95,7 +98,7 @@ impl Client {
         op: Operation,
         fut: impl Future<Output = Result<T>> + Send + 'static,
     ) -> TaskHandle<T> {
-        TaskHandle::spawn(&self.shared().handle, op, fut)
+        TaskHandle::spawn(&self.shared().handle, op, with_deadline(self.shared().config.timeouts.operation, op, fut))
     }
 
     /// The validated configuration.
@@ -105,7 +108,7 @@ impl Client {
 
     /// A copy of the client's counters.
     pub fn metrics(&self) -> MetricsSnapshot {
-        self.shared().metrics.snapshot(self.shared().s3.http.lanes())
+        self.shared().metrics.snapshot(self.shared().s3.http.lanes(), &self.shared().scheduler.memory)
     }
 
     /// Runs `fut` to completion on the calling thread: the blocking entry point for
@@ -291,6 +294,21 @@ impl Client {
     pub async fn create_bucket(&self, bucket: &str) -> Result<()> {
         let (shared, bucket) = (self.shared().clone(), bucket.to_string());
         self.spawn(Operation::CreateBucket, async move { shared.s3.create_bucket(&bucket).await }).await
+    }
+}
+
+/// Bounds `fut` by the per-operation deadline, when one is configured. On expiry the future is
+/// dropped, which cancels the transfer the usual way (parts stop, uploads abort).
+async fn with_deadline<T>(
+    deadline: Option<std::time::Duration>,
+    op: Operation,
+    fut: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    let Some(limit) = deadline else { return fut.await };
+    match tokio::time::timeout(limit, fut).await {
+        Ok(result) => result,
+        Err(_) => Err(Error::new(ErrorKind::Timeout, op, format!("the operation deadline of {limit:?} passed"))
+            .with_retryable(false)),
     }
 }
 

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::checksum::{ChecksumAlgorithm, ChecksumUpload};
 use crate::credentials::CredentialsSource;
 use crate::error::{Error, Operation, Result};
 
@@ -47,24 +48,43 @@ pub enum PayloadSigning {
 /// Timeouts. Each one is honoured; none is infinite by default, so nothing hangs forever.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Timeouts {
-    /// TCP connect (and TLS handshake) to one server address.
+    /// TCP connect to one server address.
     pub connect: Duration,
-    /// From the request being sent to the response head arriving (time to first byte).
+    /// TLS handshake on a new connection (https endpoints), after the TCP connect.
+    pub tls_handshake: Duration,
+    /// From the request being sent to the response head arriving (time to first byte). Applies
+    /// to GETs too: a server that accepts a request and never answers must not hang a download.
     pub first_byte: Duration,
     /// Longest gap with no body bytes arriving or leaving before the request is abandoned.
     pub read_idle: Duration,
+    /// A response body slower than this many bytes per second, averaged over
+    /// [`Timeouts::min_throughput_window`], is abandoned and resumed on another connection.
+    /// Catches the trickle that keeps a connection alive below any useful rate, which the
+    /// idle timeout cannot see. 0 disables the check.
+    pub min_throughput_bytes_per_sec: u64,
+    /// The averaging window of the throughput floor.
+    pub min_throughput_window: Duration,
     /// Idle pooled connections older than this are closed instead of reused (servers close
     /// idle keep-alive connections, and a reused dead one costs a retry).
     pub pool_idle: Duration,
+    /// Deadline for a whole transfer (a download, an upload, one listing page), retries
+    /// included. `None` (the default): only the per-request timeouts above bound it.
+    pub operation: Option<Duration>,
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
         Timeouts {
             connect: Duration::from_secs(10),
+            tls_handshake: Duration::from_secs(10),
             first_byte: Duration::from_secs(30),
             read_idle: Duration::from_secs(30),
+            // 8 KiB/s is far below any real S3 connection (tens of MB/s) yet above a stuck
+            // trickle; a slow link shared by many connections stays well clear of it.
+            min_throughput_bytes_per_sec: 8 * 1024,
+            min_throughput_window: Duration::from_secs(20),
             pool_idle: Duration::from_secs(15),
+            operation: None,
         }
     }
 }
@@ -78,6 +98,11 @@ pub struct RetryConfig {
     pub initial_backoff: Duration,
     /// Cap for a single backoff wait.
     pub max_backoff: Duration,
+    /// Size of the client-wide retry token bucket. A retry costs 5 tokens (10 after a
+    /// timeout), a success returns what its retries took (or 1 token for a first-attempt
+    /// success). An empty bucket means the endpoint is failing broadly: requests then fail
+    /// instead of retrying, so a sick endpoint is not hammered. 0 disables the bucket.
+    pub budget_tokens: u32,
 }
 
 impl Default for RetryConfig {
@@ -86,7 +111,47 @@ impl Default for RetryConfig {
             max_attempts: 5,
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(20),
+            // The AWS SDKs' standard retry mode uses the same bucket size and costs.
+            budget_tokens: 500,
         }
+    }
+}
+
+/// Hedged part requests: a part much slower than its peers gets a duplicate request on
+/// another connection; whichever delivers the next bytes first wins, byte by byte, so
+/// nothing is fetched into extra memory and nothing is delivered twice.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hedging {
+    /// Off by default: see BENCHMARKS.md for when it pays.
+    pub enabled: bool,
+    /// A part is slow when it has run longer than this multiple of the running p95 of
+    /// completed part durations.
+    pub latency_factor: f64,
+    /// Never hedge a part before it has run this long (and before 20 parts completed).
+    pub min_delay: Duration,
+}
+
+impl Default for Hedging {
+    fn default() -> Self {
+        Hedging { enabled: false, latency_factor: 2.0, min_delay: Duration::from_millis(500) }
+    }
+}
+
+/// End-to-end checksums. See [`ChecksumUpload`] for why the default is a header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checksums {
+    /// The CRC sent with uploads.
+    pub algorithm: ChecksumAlgorithm,
+    /// How (and whether) uploads carry it.
+    pub upload: ChecksumUpload,
+    /// Ask for (`x-amz-checksum-mode: ENABLED`) and verify checksums on downloads. A mismatch
+    /// is retried, then reported; corrupted bytes are never returned as a success.
+    pub verify_downloads: bool,
+}
+
+impl Default for Checksums {
+    fn default() -> Self {
+        Checksums { algorithm: ChecksumAlgorithm::Crc64Nvme, upload: ChecksumUpload::Header, verify_downloads: true }
     }
 }
 
@@ -105,6 +170,8 @@ pub struct ClientConfig {
     pub(crate) payload_signing: PayloadSigning,
     pub(crate) timeouts: Timeouts,
     pub(crate) retry: RetryConfig,
+    pub(crate) hedging: Hedging,
+    pub(crate) checksums: Checksums,
     pub(crate) worker_threads: usize,
     pub(crate) tcp_recv_buffer_bytes: Option<usize>,
     pub(crate) tcp_send_buffer_bytes: Option<usize>,
@@ -173,6 +240,18 @@ impl ClientConfig {
     pub fn memory_limit_bytes(&self) -> u64 {
         self.memory_limit_bytes
     }
+    /// The timeouts in force.
+    pub fn timeouts(&self) -> &Timeouts {
+        &self.timeouts
+    }
+    /// The retry policy in force.
+    pub fn retry(&self) -> &RetryConfig {
+        &self.retry
+    }
+    /// The checksum settings in force.
+    pub fn checksums(&self) -> Checksums {
+        self.checksums
+    }
 }
 
 /// Builder for [`ClientConfig`]. Setters consume and return the builder.
@@ -192,6 +271,8 @@ pub struct ClientConfigBuilder {
     payload_signing: PayloadSigning,
     timeouts: Timeouts,
     retry: RetryConfig,
+    hedging: Hedging,
+    checksums: Checksums,
     worker_threads: Option<usize>,
     tcp_recv_buffer_bytes: Option<usize>,
     tcp_send_buffer_bytes: Option<usize>,
@@ -216,6 +297,8 @@ impl Default for ClientConfigBuilder {
             payload_signing: PayloadSigning::Unsigned,
             timeouts: Timeouts::default(),
             retry: RetryConfig::default(),
+            hedging: Hedging::default(),
+            checksums: Checksums::default(),
             worker_threads: None,
             tcp_recv_buffer_bytes: None,
             tcp_send_buffer_bytes: None,
@@ -299,6 +382,16 @@ impl ClientConfigBuilder {
         self.retry = retry;
         self
     }
+    /// Hedged part requests.
+    pub fn hedging(mut self, hedging: Hedging) -> Self {
+        self.hedging = hedging;
+        self
+    }
+    /// Upload checksums and download verification.
+    pub fn checksums(mut self, checksums: Checksums) -> Self {
+        self.checksums = checksums;
+        self
+    }
     /// Threads of the engine's own runtime. Default: the number of CPUs.
     pub fn worker_threads(mut self, n: usize) -> Self {
         self.worker_threads = Some(n);
@@ -334,6 +427,12 @@ impl ClientConfigBuilder {
     }
     pub(crate) fn retry_mut(&mut self) -> &mut RetryConfig {
         &mut self.retry
+    }
+    pub(crate) fn hedging_mut(&mut self) -> &mut Hedging {
+        &mut self.hedging
+    }
+    pub(crate) fn checksums_mut(&mut self) -> &mut Checksums {
+        &mut self.checksums
     }
     pub(crate) fn interfaces_mut(&mut self) -> &mut Vec<String> {
         &mut self.network_interfaces
@@ -398,6 +497,15 @@ impl ClientConfigBuilder {
         if self.retry.max_attempts == 0 {
             return Err(bad("retry max attempts must be at least 1".into()));
         }
+        if self.timeouts.min_throughput_bytes_per_sec > 0 && self.timeouts.min_throughput_window.is_zero() {
+            return Err(bad("the throughput floor needs a non-zero averaging window".into()));
+        }
+        if self.timeouts.operation.is_some_and(|d| d.is_zero()) {
+            return Err(bad("the operation deadline must be positive".into()));
+        }
+        if !(self.hedging.latency_factor.is_finite() && self.hedging.latency_factor >= 1.0) {
+            return Err(bad(format!("hedging latency factor {} must be at least 1", self.hedging.latency_factor)));
+        }
         if self.worker_threads == Some(0) {
             return Err(bad("worker threads must be at least 1".into()));
         }
@@ -426,6 +534,8 @@ impl ClientConfigBuilder {
             payload_signing: self.payload_signing,
             timeouts: self.timeouts,
             retry: self.retry,
+            hedging: self.hedging,
+            checksums: self.checksums,
             worker_threads,
             tcp_recv_buffer_bytes: self.tcp_recv_buffer_bytes,
             tcp_send_buffer_bytes: self.tcp_send_buffer_bytes,

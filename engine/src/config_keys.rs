@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use crate::checksum::{ChecksumAlgorithm, ChecksumUpload};
 use crate::config::{parse_size, Addressing, ClientConfigBuilder, PayloadSigning};
 use crate::credentials::{Credentials, CredentialsSource};
 use crate::error::{Error, Operation, Result};
@@ -29,7 +30,16 @@ pub const CONFIG_KEYS: &[(&str, &str)] = &[
     ("connect_timeout_ms", "milliseconds"),
     ("first_byte_timeout_ms", "milliseconds"),
     ("read_idle_timeout_ms", "milliseconds"),
+    ("tls_handshake_timeout_ms", "milliseconds"),
+    ("min_throughput_bytes_per_sec", "integer, 0 disables the floor"),
+    ("min_throughput_window_ms", "milliseconds"),
+    ("operation_timeout_ms", "milliseconds, 0 = no deadline"),
     ("max_attempts", "integer"),
+    ("retry_budget_tokens", "integer, 0 disables the bucket"),
+    ("checksum_algorithm", "crc64nvme/crc32c"),
+    ("checksum_upload", "none/header/trailer"),
+    ("verify_checksums", "true/false"),
+    ("hedging", "true/false"),
     ("worker_threads", "integer"),
     ("nic", "interface name; repeat to add more"),
     ("bind", "source address; repeat to add more"),
@@ -110,6 +120,52 @@ impl ClientConfigBuilder {
                 self.timeouts_mut().read_idle = millis(key, value)?;
                 self
             }
+            "tls_handshake_timeout_ms" => {
+                self.timeouts_mut().tls_handshake = millis(key, value)?;
+                self
+            }
+            "min_throughput_bytes_per_sec" => {
+                self.timeouts_mut().min_throughput_bytes_per_sec = num(key, value)?;
+                self
+            }
+            "min_throughput_window_ms" => {
+                self.timeouts_mut().min_throughput_window = millis(key, value)?;
+                self
+            }
+            "operation_timeout_ms" => {
+                let d = millis(key, value)?;
+                self.timeouts_mut().operation = (!d.is_zero()).then_some(d);
+                self
+            }
+            "retry_budget_tokens" => {
+                self.retry_mut().budget_tokens = num(key, value)?;
+                self
+            }
+            "checksum_algorithm" => {
+                self.checksums_mut().algorithm = match value.trim().to_ascii_lowercase().as_str() {
+                    "crc64nvme" => ChecksumAlgorithm::Crc64Nvme,
+                    "crc32c" => ChecksumAlgorithm::Crc32c,
+                    _ => return Err(bad(key, format!("expected crc64nvme or crc32c, got {value:?}"))),
+                };
+                self
+            }
+            "checksum_upload" => {
+                self.checksums_mut().upload = match value.trim() {
+                    "none" => ChecksumUpload::None,
+                    "header" => ChecksumUpload::Header,
+                    "trailer" => ChecksumUpload::Trailer,
+                    _ => return Err(bad(key, format!("expected none, header or trailer, got {value:?}"))),
+                };
+                self
+            }
+            "verify_checksums" => {
+                self.checksums_mut().verify_downloads = boolean(key, value)?;
+                self
+            }
+            "hedging" => {
+                self.hedging_mut().enabled = boolean(key, value)?;
+                self
+            }
             "max_attempts" => {
                 self.retry_mut().max_attempts = num(key, value)?;
                 self
@@ -143,6 +199,10 @@ mod tests {
             ("payload_signing", "signed"),
             ("connect_timeout_ms", "1500"),
             ("nic", "lo"),
+            ("checksum_algorithm", "crc32c"),
+            ("checksum_upload", "trailer"),
+            ("verify_checksums", "false"),
+            ("hedging", "true"),
             ("bind", "127.0.0.1"),
         ];
         for (key, _) in super::CONFIG_KEYS {

@@ -56,6 +56,10 @@ pub enum ErrorKind {
     /// The object changed while it was being downloaded (ETag differs between parts, or 412 on
     /// a part sent with `If-Match`). Retrying the part cannot help; restart the whole download.
     ObjectChanged,
+    /// The bytes received do not match the checksum the server sent for them (corruption in
+    /// transit or at rest), or the server rejected an upload's checksum (`BadDigest`).
+    /// Retryable: a fresh copy usually arrives intact.
+    ChecksumMismatch,
     /// The server throttled us (503 `SlowDown`, 429). Retryable.
     Throttled,
     /// A 5xx server error other than throttling. Retryable.
@@ -94,6 +98,7 @@ impl ErrorKind {
                 | ErrorKind::Transport
                 | ErrorKind::Timeout
                 | ErrorKind::Protocol
+                | ErrorKind::ChecksumMismatch
         )
     }
 }

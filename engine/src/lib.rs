@@ -46,6 +46,7 @@
 #![warn(unreachable_pub)]
 
 mod buffer_pool;
+mod checksum;
 mod client;
 mod config;
 mod config_keys;
@@ -61,15 +62,16 @@ mod task;
 mod types;
 mod upload;
 
+pub use checksum::{ChecksumAlgorithm, ChecksumUpload};
 pub use client::Client;
 pub use config::{
-    parse_size, Addressing, ClientConfig, ClientConfigBuilder, Endpoint, PayloadSigning, RetryConfig, Timeouts,
-    MAX_PARTS, MAX_PART_SIZE, MIB, MIN_PART_SIZE,
+    parse_size, Addressing, Checksums, ClientConfig, ClientConfigBuilder, Endpoint, Hedging, PayloadSigning,
+    RetryConfig, Timeouts, MAX_PARTS, MAX_PART_SIZE, MIB, MIN_PART_SIZE,
 };
 pub use config_keys::CONFIG_KEYS;
 pub use credentials::{Credentials, CredentialsSource};
 pub use download::stream::GetStream;
 pub use error::{Error, ErrorKind, Operation, Result};
-pub use metrics::{LaneSnapshot, MetricsSnapshot};
+pub use metrics::{LaneSnapshot, MetricsSnapshot, RetryCounts};
 pub use types::{ListOptions, ListPage, MultipartUploadSummary, ObjectInfo, ObjectSummary, PutOutput};
 pub use upload::writer::Upload;

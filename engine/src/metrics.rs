@@ -3,6 +3,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use crate::error::ErrorKind;
+
 /// Live counters of one client.
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
@@ -12,6 +14,69 @@ pub(crate) struct Metrics {
     retries: AtomicU64,
     connections_opened: AtomicU64,
     errors: AtomicU64,
+    timeouts: AtomicU64,
+    checksum_failures: AtomicU64,
+    checksums_verified: AtomicU64,
+    retry_budget_exhausted: AtomicU64,
+    hedges_sent: AtomicU64,
+    hedges_won: AtomicU64,
+    retries_by_class: [AtomicU64; RETRY_CLASSES],
+}
+
+const RETRY_CLASSES: usize = 7;
+
+/// Retries by the class of error that caused them, to tell throttling from broken networks
+/// from a corrupting middlebox at a glance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetryCounts {
+    /// 503 SlowDown, 429 and other throttling answers.
+    pub throttled: u64,
+    /// 500 InternalError and other 5xx.
+    pub server_error: u64,
+    /// Connect, DNS or TLS set-up failures.
+    pub connect: u64,
+    /// Connections reset or closed mid-request.
+    pub transport: u64,
+    /// First-byte, idle, throughput-floor timeouts and S3's RequestTimeout.
+    pub timeout: u64,
+    /// Truncated bodies and answers that break the protocol.
+    pub protocol: u64,
+    /// Checksum mismatches (ours on downloads, the server's BadDigest on uploads).
+    pub checksum: u64,
+}
+
+impl RetryCounts {
+    fn from_array(a: [u64; RETRY_CLASSES]) -> Self {
+        RetryCounts {
+            throttled: a[0],
+            server_error: a[1],
+            connect: a[2],
+            transport: a[3],
+            timeout: a[4],
+            protocol: a[5],
+            checksum: a[6],
+        }
+    }
+    fn to_array(self) -> [u64; RETRY_CLASSES] {
+        [self.throttled, self.server_error, self.connect, self.transport, self.timeout, self.protocol, self.checksum]
+    }
+    /// The sum over all classes.
+    pub fn total(&self) -> u64 {
+        self.to_array().iter().sum()
+    }
+}
+
+fn retry_class(kind: ErrorKind) -> Option<usize> {
+    Some(match kind {
+        ErrorKind::Throttled => 0,
+        ErrorKind::ServerError => 1,
+        ErrorKind::Connect => 2,
+        ErrorKind::Transport => 3,
+        ErrorKind::Timeout => 4,
+        ErrorKind::Protocol => 5,
+        ErrorKind::ChecksumMismatch => 6,
+        _ => return None,
+    })
 }
 
 /// Counters of one lane: a network interface or source address connections leave from
@@ -45,6 +110,25 @@ pub struct MetricsSnapshot {
     pub connections_opened: u64,
     /// Request attempts that failed (retried or not).
     pub errors: u64,
+    /// Request attempts that failed on a timeout (first byte, idle, throughput floor, deadline).
+    pub timeouts: u64,
+    /// Responses whose bytes did not match their checksum, and uploads the server rejected
+    /// with `BadDigest`.
+    pub checksum_failures: u64,
+    /// Download responses whose bytes were checked against the server's checksum and matched.
+    pub checksums_verified: u64,
+    /// Retries, by the class of the error that caused them.
+    pub retries_by_class: RetryCounts,
+    /// Retries refused because the client-wide retry budget was empty.
+    pub retry_budget_exhausted: u64,
+    /// Duplicate (hedge) requests sent for slow parts.
+    pub hedges_sent: u64,
+    /// Hedge requests that delivered the end of their part first.
+    pub hedges_won: u64,
+    /// Bytes of the memory budget reserved right now.
+    pub memory_in_use_bytes: u64,
+    /// The most bytes of the memory budget ever reserved at once.
+    pub memory_peak_bytes: u64,
     /// Per-lane counters, in configuration order (interfaces, then source addresses).
     pub lanes: Vec<LaneSnapshot>,
 }
@@ -59,6 +143,18 @@ impl MetricsSnapshot {
             retries: self.retries - earlier.retries,
             connections_opened: self.connections_opened - earlier.connections_opened,
             errors: self.errors - earlier.errors,
+            timeouts: self.timeouts - earlier.timeouts,
+            checksum_failures: self.checksum_failures - earlier.checksum_failures,
+            checksums_verified: self.checksums_verified - earlier.checksums_verified,
+            retries_by_class: {
+                let (a, b) = (self.retries_by_class.to_array(), earlier.retries_by_class.to_array());
+                RetryCounts::from_array(std::array::from_fn(|i| a[i] - b[i]))
+            },
+            retry_budget_exhausted: self.retry_budget_exhausted - earlier.retry_budget_exhausted,
+            hedges_sent: self.hedges_sent - earlier.hedges_sent,
+            hedges_won: self.hedges_won - earlier.hedges_won,
+            memory_in_use_bytes: self.memory_in_use_bytes,
+            memory_peak_bytes: self.memory_peak_bytes,
             lanes: self
                 .lanes
                 .iter()
@@ -91,10 +187,38 @@ impl Metrics {
     pub(crate) fn add_error(&self) {
         self.errors.fetch_add(1, Relaxed);
     }
+    /// Records a failed attempt of kind `kind`, and whether it will be retried.
+    pub(crate) fn add_failure(&self, kind: ErrorKind, retried: bool) {
+        match kind {
+            ErrorKind::Timeout => self.timeouts.fetch_add(1, Relaxed),
+            ErrorKind::ChecksumMismatch => self.checksum_failures.fetch_add(1, Relaxed),
+            _ => 0,
+        };
+        if let (true, Some(class)) = (retried, retry_class(kind)) {
+            self.retries_by_class[class].fetch_add(1, Relaxed);
+        }
+    }
+    pub(crate) fn add_verified(&self) {
+        self.checksums_verified.fetch_add(1, Relaxed);
+    }
+    pub(crate) fn add_budget_exhausted(&self) {
+        self.retry_budget_exhausted.fetch_add(1, Relaxed);
+    }
+    pub(crate) fn add_hedge(&self, won: bool) {
+        if won {
+            self.hedges_won.fetch_add(1, Relaxed);
+        } else {
+            self.hedges_sent.fetch_add(1, Relaxed);
+        }
+    }
     pub(crate) fn add_connection_opened(&self) {
         self.connections_opened.fetch_add(1, Relaxed);
     }
-    pub(crate) fn snapshot(&self, lanes: &crate::http::Lanes) -> MetricsSnapshot {
+    pub(crate) fn snapshot(
+        &self,
+        lanes: &crate::http::Lanes,
+        memory: &crate::buffer_pool::BufferPool,
+    ) -> MetricsSnapshot {
         MetricsSnapshot {
             bytes_downloaded: self.bytes_downloaded.load(Relaxed),
             bytes_uploaded: self.bytes_uploaded.load(Relaxed),
@@ -102,6 +226,15 @@ impl Metrics {
             retries: self.retries.load(Relaxed),
             connections_opened: self.connections_opened.load(Relaxed),
             errors: self.errors.load(Relaxed),
+            timeouts: self.timeouts.load(Relaxed),
+            checksum_failures: self.checksum_failures.load(Relaxed),
+            checksums_verified: self.checksums_verified.load(Relaxed),
+            retries_by_class: RetryCounts::from_array(std::array::from_fn(|i| self.retries_by_class[i].load(Relaxed))),
+            retry_budget_exhausted: self.retry_budget_exhausted.load(Relaxed),
+            hedges_sent: self.hedges_sent.load(Relaxed),
+            hedges_won: self.hedges_won.load(Relaxed),
+            memory_in_use_bytes: memory.in_use_bytes(),
+            memory_peak_bytes: memory.peak_bytes(),
             lanes: lanes
                 .all()
                 .iter()

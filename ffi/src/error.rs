@@ -47,6 +47,9 @@ pub enum gantry_result {
     GANTRY_RESULT_INTERNAL = 17,
     /// The handle is in a state where this call is not allowed (e.g. a finished upload).
     GANTRY_RESULT_INVALID_STATE = 18,
+    /// The bytes did not match their checksum after every retry (or the server rejected an
+    /// upload's checksum). No corrupted byte was reported as a success.
+    GANTRY_RESULT_CHECKSUM_MISMATCH = 19,
 }
 
 /// Details of a failed call: message, HTTP status, S3 error code and request id.
@@ -71,6 +74,7 @@ impl gantry_error {
             ErrorKind::NotFound => gantry_result::GANTRY_RESULT_NOT_FOUND,
             ErrorKind::AccessDenied => gantry_result::GANTRY_RESULT_ACCESS_DENIED,
             ErrorKind::ObjectChanged => gantry_result::GANTRY_RESULT_OBJECT_CHANGED,
+            ErrorKind::ChecksumMismatch => gantry_result::GANTRY_RESULT_CHECKSUM_MISMATCH,
             ErrorKind::Throttled => gantry_result::GANTRY_RESULT_THROTTLED,
             ErrorKind::ServerError => gantry_result::GANTRY_RESULT_SERVER_ERROR,
             ErrorKind::ClientError => gantry_result::GANTRY_RESULT_CLIENT_ERROR,

@@ -92,6 +92,9 @@ pub fn put_file_and_writer(b: &Backend) {
 
 /// Several downloads and uploads at once on one client with few connections: all correct.
 pub fn concurrent_transfers(b: &Backend) {
+    // Verification reads the first part from an unranged GET and closes that connection (the
+    // server would go on sending the rest): one extra connection per multi-part download,
+    // counted in the bound below.
     let client = b.client(|c| c.max_connections(3).memory_limit_bytes(4 * PART));
     let bucket = b.bucket(&client);
     let objects: Vec<(String, Vec<u8>)> =
@@ -125,7 +128,18 @@ pub fn concurrent_transfers(b: &Backend) {
         futures::future::join(futures::future::join_all(gets), futures::future::join_all(streams)).await;
     });
     let m = client.metrics();
-    assert!(m.connections_opened <= 3 + 1, "connection count must stay near the cap: {m:?}");
+    let verified_downloads = 2 * 4;
+    assert!(m.connections_opened <= 3 + 1 + verified_downloads, "connection count must stay near the cap: {m:?}");
+    let plain = b.client(|c| {
+        c.max_connections(3).checksums(gantry::Checksums { verify_downloads: false, ..Default::default() })
+    });
+    plain.block_on(async {
+        for (k, d) in &objects {
+            let mut buf = vec![0u8; d.len()];
+            plain.get_into(&bucket, k, &mut buf).await.unwrap();
+        }
+    });
+    assert!(plain.metrics().connections_opened <= 3, "ranged GETs reuse pooled connections: {:?}", plain.metrics());
 }
 
 /// An object replaced between parts fails the download with `ObjectChanged`.
@@ -306,7 +320,10 @@ pub fn signed_payloads(b: &Backend) {
 /// A slow stream reader holds the download back (backpressure): the bytes fetched never run
 /// more than the read window (plus the part in hand) ahead of what was read.
 pub fn stream_backpressure(b: &Backend) {
-    let client = b.client(|c| c.read_window_bytes(2 * PART));
+    // Without verification: its unranged first GET receives a little past the first part.
+    let client = b.client(|c| {
+        c.read_window_bytes(2 * PART).checksums(gantry::Checksums { verify_downloads: false, ..Default::default() })
+    });
     let bucket = b.bucket(&client);
     let data = pattern(12 * PART as usize, 5);
     client.block_on(async {
@@ -349,4 +366,43 @@ pub fn ranged_reads(b: &Backend) {
         let e = client.get_range_into(&bucket, "r", 0..11, &mut buf).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
     });
+}
+
+/// Every checksum algorithm and transport round-trips (the store accepts what we send), and a
+/// whole-object download is verified against the checksum the store returns.
+pub fn checksum_modes(b: &Backend) {
+    use gantry::{ChecksumAlgorithm, ChecksumUpload, Checksums};
+    let small = pattern((PART / 2) as usize, 31);
+    let big = pattern((2 * PART + PART / 2) as usize, 32);
+    for algorithm in [ChecksumAlgorithm::Crc64Nvme, ChecksumAlgorithm::Crc32c] {
+        for upload in [ChecksumUpload::Header, ChecksumUpload::Trailer, ChecksumUpload::None] {
+            let client = b.client(|c| c.checksums(Checksums { algorithm, upload, verify_downloads: true }));
+            let bucket = b.bucket(&client);
+            let what = format!("{} {algorithm:?} {upload:?}", b.name);
+            client.block_on(async {
+                client.put(&bucket, "small", small.clone()).await.unwrap_or_else(|e| panic!("{what}: {e}"));
+                client.put(&bucket, "big", big.clone()).await.unwrap_or_else(|e| panic!("{what}: {e}"));
+                let mut w = client.upload(&bucket, "stream");
+                w.write(&big).await.unwrap();
+                w.complete().await.unwrap_or_else(|e| panic!("{what}: {e}"));
+                let before = client.metrics().checksums_verified;
+                let mut buf = vec![0u8; small.len()];
+                client.get_into(&bucket, "small", &mut buf).await.unwrap();
+                assert_eq!(sha256(&buf), sha256(&small), "{what}");
+                if upload != ChecksumUpload::None {
+                    assert_eq!(
+                        client.metrics().checksums_verified,
+                        before + 1,
+                        "{what}: the whole-object GET is verified"
+                    );
+                }
+                for key in ["big", "stream"] {
+                    let mut buf = vec![0u8; big.len()];
+                    client.get_into(&bucket, key, &mut buf).await.unwrap();
+                    assert_eq!(sha256(&buf), sha256(&big), "{what} {key}");
+                }
+            });
+            assert_eq!(client.metrics().checksum_failures, 0, "{what}");
+        }
+    }
 }

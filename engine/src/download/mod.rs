@@ -23,17 +23,22 @@
 //! The first failing part fails the download; dropping the driver's task aborts every part
 //! task (closing their connections) and releases their memory and slots.
 
+pub(crate) mod hedge;
 pub(crate) mod plan;
 pub(crate) mod stream;
 
+use std::future::Future;
 use std::ops::Range;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::buffer_pool::MemoryPermit;
+use crate::checksum::{Crc, PartHasher, Verifier};
 use crate::client::Shared;
 use crate::error::{Error, ErrorKind, Operation, Result};
 use crate::http::Body;
@@ -159,7 +164,10 @@ pub(crate) async fn run(
     let window = acquire_window(&delivery).await;
     let slot = shared.scheduler.slot().await;
     let first = start..end.min(start.saturating_add(part_size));
-    let (head, body) = open_first(&shared, &bucket, &key, first, start == 0).await?;
+    // Verifying a whole download needs the object's checksum, which S3 sends only on an
+    // unranged GET: ask for the whole object then and read only the first part from it.
+    let unranged = range.is_none() && shared.config.checksums.verify_downloads;
+    let (mut head, body) = open_first(&shared, &bucket, &key, first, start == 0, unranged).await?;
     if head.start != start {
         return Err(Error::new(ErrorKind::Protocol, OP, format!("asked for bytes from {start}, got {}", head.start)));
     }
@@ -176,7 +184,12 @@ pub(crate) async fn run(
     }
     let validator = Arc::new(Validator { etag: head.etag.clone(), total });
     let mut tasks = JoinSet::new();
-    let first_range = head.start..head.end;
+    let first_range = head.start..head.end.min(head.start + part_size);
+    // One part: its own attempt verifies (and can retry). Several: each part hashes its bytes
+    // and the combined CRC is compared with the object's checksum at the end.
+    let whole_object = if first_range.end < total { head.verifier.take() } else { None };
+    let hasher = whole_object.as_ref().map(Verifier::part_hasher);
+    let mut part_crcs = Vec::new();
     let sink = make_sink(&delivery, first_range.end - first_range.start, memory, window);
     tasks.spawn(part_task(
         shared.clone(),
@@ -187,6 +200,7 @@ pub(crate) async fn run(
         Some((head, body)),
         slot,
         sink,
+        hasher.clone(),
     ));
 
     for range in plan::later_parts(first_range.end, limit, part_size) {
@@ -195,19 +209,55 @@ pub(crate) async fn run(
         let slot = shared.scheduler.slot().await;
         // Fail fast: stop admitting parts once one has failed.
         while let Some(done) = tasks.try_join_next() {
-            joined(done)?;
+            part_crcs.extend(joined(done)?);
         }
         let sink = make_sink(&delivery, range.end - range.start, memory, window);
-        tasks.spawn(part_task(shared.clone(), bucket.clone(), key.clone(), range, validator.clone(), None, slot, sink));
+        let task = part_task(
+            shared.clone(),
+            bucket.clone(),
+            key.clone(),
+            range,
+            validator.clone(),
+            None,
+            slot,
+            sink,
+            hasher.clone(),
+        );
+        tasks.spawn(task);
+    }
+    while let Some(done) = tasks.join_next().await {
+        part_crcs.extend(joined(done)?);
+    }
+    if let Some(expected) = whole_object {
+        part_crcs.sort_unstable_by_key(|(start, _)| *start);
+        let combined = part_crcs.into_iter().map(|(_, crc)| crc).reduce(Crc::combine);
+        if let Some(Err((header, want, got))) = combined.map(|c| expected.check_combined(c)) {
+            shared.metrics.add_failure(ErrorKind::ChecksumMismatch, false);
+            let e = Error::new(
+                ErrorKind::ChecksumMismatch,
+                OP,
+                format!("the object's bytes do not match its {header} (expected {want}, computed {got})"),
+            );
+            // The stream reader must see the failure before its end of stream.
+            if let Delivery::Stream { parts, .. } = &delivery {
+                let (tx, rx) = mpsc::unbounded_channel();
+                let _ = tx.send(Err(clone_error(&e)));
+                let _ = parts.send(StreamPart {
+                    len: 0,
+                    rx,
+                    _memory: shared.scheduler.memory.reserve(0).await,
+                    _window: acquire_window(&delivery).await.expect("stream"),
+                });
+            }
+            return Err(e);
+        }
+        shared.metrics.add_verified();
     }
     drop(delivery);
-    while let Some(done) = tasks.join_next().await {
-        joined(done)?;
-    }
     Ok(())
 }
 
-fn joined(done: std::result::Result<Result<()>, tokio::task::JoinError>) -> Result<()> {
+fn joined(done: std::result::Result<Result<Option<(u64, Crc)>>, tokio::task::JoinError>) -> Result<Option<(u64, Crc)>> {
     done.map_err(|_| Error::new(ErrorKind::Internal, OP, "a part task panicked").with_retryable(false))?
 }
 
@@ -244,17 +294,22 @@ async fn open_first(
     key: &str,
     first: Range<u64>,
     may_be_empty: bool,
+    unranged: bool,
 ) -> Result<(RangeHead, Body)> {
     let mut retry = Retry::new(&shared.s3.retry);
     loop {
-        let result = match shared.s3.get_range(bucket, key, Some(first.clone()), None, retry.attempt()).await {
+        let asked = (!unranged).then(|| first.clone());
+        let result = match shared.s3.get_range(bucket, key, asked, None, retry.attempt()).await {
             Err(e) if may_be_empty && e.http_status() == Some(416) => {
                 shared.s3.get_range(bucket, key, None, None, retry.attempt()).await
             }
             other => other,
         };
         match result {
-            Ok(v) => return Ok(v),
+            Ok(v) => {
+                retry.succeeded();
+                return Ok(v);
+            }
             Err(e) => retry.on_error(e).await?,
         }
     }
@@ -270,16 +325,19 @@ async fn part_task(
     initial: Option<(RangeHead, Body)>,
     slot: ConnectionSlot,
     mut sink: PartSink,
-) -> Result<()> {
-    let result = fetch_part(&shared, &bucket, &key, range, &validator, initial, &mut sink).await;
+    hasher: Option<PartHasher>,
+) -> Result<Option<(u64, Crc)>> {
+    let start = range.start;
+    let result = fetch_part(&shared, &bucket, &key, range, &validator, initial, &mut sink, hasher).await;
     drop(slot);
     if let Err(e) = &result {
         sink.fail(e);
     }
-    result
+    result.map(|crc| crc.map(|c| (start, c)))
 }
 
 /// Receives `range` into `sink`, retrying and resuming from the first byte not yet delivered.
+/// A checksum mismatch restarts the part from its first byte (the bad byte could be anywhere).
 async fn fetch_part(
     shared: &Shared,
     bucket: &str,
@@ -288,40 +346,227 @@ async fn fetch_part(
     validator: &Validator,
     mut initial: Option<(RangeHead, Body)>,
     sink: &mut PartSink,
-) -> Result<()> {
-    let mut next = range.start;
+    hasher: Option<PartHasher>,
+) -> Result<Option<Crc>> {
+    let mut progress = Progress { next: range.start, verifier: None, held: Vec::new(), hasher };
     let mut retry = Retry::new(&shared.s3.retry);
     loop {
+        let started = Instant::now();
         let attempt = retry.attempt();
-        let result = async {
-            let (head, mut body) = match initial.take() {
-                Some(first) => first,
-                None => {
-                    shared.s3.get_range(bucket, key, Some(next..range.end), validator.etag.as_deref(), attempt).await?
-                }
-            };
-            validator.check(&head, next, range.end)?;
-            while let Some(chunk) = body.chunk().await? {
-                let len = chunk.len() as u64;
-                if next + len > range.end {
-                    return Err(Error::new(ErrorKind::Protocol, OP, "the body is longer than its range"));
-                }
-                sink.put(next, chunk)?;
-                next += len;
+        let req = PartRequest { shared, bucket, key, range: range.clone(), validator };
+        let result = req.attempt(initial.take(), &mut progress, sink, attempt, started).await;
+        match result {
+            Ok(()) => {
+                retry.succeeded();
+                shared.part_latency.record(started.elapsed(), range.end - range.start, shared.config.part_size_bytes);
+                return Ok(progress.hasher.map(|h| h.finish()));
             }
-            if next != range.end {
+            Err(e) => {
+                if e.kind() == ErrorKind::ChecksumMismatch {
+                    progress.next = range.start;
+                    progress.verifier = None;
+                    progress.held.clear();
+                }
+                retry.on_error(e).await?
+            }
+        }
+    }
+}
+
+/// What of a part has been received so far, across attempts.
+struct Progress {
+    /// First byte not yet delivered (or held).
+    next: u64,
+    /// The whole-object checksum and the CRC of the bytes so far, when the server sent one.
+    verifier: Option<Verifier>,
+    /// Bytes of an in-order stream held back until the checksum has been checked, so a
+    /// reader never sees bytes that fail verification.
+    held: Vec<Bytes>,
+    /// The CRC of this part's bytes, when the whole download is checked from part CRCs.
+    hasher: Option<PartHasher>,
+}
+
+/// One part's request parameters.
+struct PartRequest<'a> {
+    shared: &'a Shared,
+    bucket: &'a str,
+    key: &'a str,
+    range: Range<u64>,
+    validator: &'a Validator,
+}
+
+/// A response body being read, and the object offset of its next byte.
+struct Source {
+    pos: u64,
+    body: Body,
+    hedge: bool,
+    /// An unranged first answer runs past the part: bytes beyond the part are ignored.
+    overruns: bool,
+}
+
+type HedgeFuture<'a> = Pin<Box<dyn Future<Output = Result<(RangeHead, Body, ConnectionSlot)>> + Send + 'a>>;
+
+impl PartRequest<'_> {
+    async fn open(&self, from: u64, attempt: u32) -> Result<(RangeHead, Body)> {
+        let etag = self.validator.etag.as_deref();
+        self.shared.s3.get_range(self.bucket, self.key, Some(from..self.range.end), etag, attempt).await
+    }
+
+    /// One attempt: reads from `next` to the end of the range, hedging if the part is slow.
+    async fn attempt(
+        &self,
+        initial: Option<(RangeHead, Body)>,
+        progress: &mut Progress,
+        sink: &mut PartSink,
+        attempt: u32,
+        started: Instant,
+    ) -> Result<()> {
+        let (head, body) = match initial {
+            Some(first) => first,
+            None => self.open(progress.next, attempt).await?,
+        };
+        let overruns = head.start == progress.next && head.end > self.range.end;
+        self.validator.check(&head, progress.next, if overruns { head.end } else { self.range.end })?;
+        if progress.next == self.range.start && head.verifier.is_some() && !overruns {
+            progress.verifier = head.verifier;
+        }
+        let mut primary = Source { pos: progress.next, body, hedge: false, overruns };
+        let mut secondary: Option<Source> = None;
+        let hedge_after = self.shared.part_latency.hedge_after(
+            &self.shared.config.hedging,
+            self.range.end - self.range.start,
+            self.shared.config.part_size_bytes,
+        );
+        let mut hedge_at = hedge_after.map(|d| tokio::time::Instant::from_std(started + d));
+        let mut pending: Option<HedgeFuture<'_>> = None;
+        let mut hedge_slot: Option<ConnectionSlot> = None;
+        while progress.next < self.range.end {
+            tokio::select! {
+                chunk = primary.body.chunk() => {
+                    match self.take(&mut primary, chunk, progress, sink) {
+                        Ok(()) => {}
+                        // The hedge carries on alone when the original request fails.
+                        Err(e) if e.kind() != ErrorKind::Cancelled && secondary.is_some() => {
+                            tracing::debug!(error = %e, "original request failed; the hedge goes on");
+                            primary = secondary.take().expect("checked");
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                chunk = async { secondary.as_mut().expect("guarded").body.chunk().await }, if secondary.is_some() => {
+                    let source = secondary.as_mut().expect("guarded");
+                    if let Err(e) = self.take(source, chunk, progress, sink) {
+                        if e.kind() == ErrorKind::Cancelled {
+                            return Err(e);
+                        }
+                        tracing::debug!(error = %e, "hedge request failed");
+                        secondary = None;
+                        hedge_slot = None;
+                    }
+                }
+                opened = async { pending.as_mut().expect("guarded").await }, if pending.is_some() => {
+                    pending = None;
+                    match opened {
+                        Ok((head, body, slot)) => {
+                            let from = head.start;
+                            if self.validator.check(&head, from, self.range.end).is_ok() && from <= progress.next {
+                                secondary = Some(Source { pos: from, body, hedge: true, overruns: false });
+                                hedge_slot = Some(slot);
+                            }
+                        }
+                        Err(e) => tracing::debug!(error = %e, "hedge request failed"),
+                    }
+                }
+                _ = tokio::time::sleep_until(hedge_at.unwrap_or_else(tokio::time::Instant::now)), if hedge_at.is_some() => {
+                    hedge_at = None;
+                    if let Some(slot) = self.shared.scheduler.try_slot() {
+                        self.shared.metrics.add_hedge(false);
+                        let from = progress.next;
+                        pending = Some(Box::pin(async move {
+                            let (head, body) = self.open(from, 0).await?;
+                            Ok((head, body, slot))
+                        }));
+                    }
+                }
+            }
+        }
+        let hedge_won = primary.hedge || secondary.as_ref().is_some_and(|s| s.pos == self.range.end);
+        if hedge_won {
+            self.shared.metrics.add_hedge(true);
+        }
+        // A body that delivered its last byte is read to its end so its connection goes back
+        // to the pool; the other (still behind) is dropped, which closes its connection.
+        for source in std::iter::once(primary).chain(secondary) {
+            if source.pos == self.range.end && !source.overruns {
+                let mut body = source.body;
+                let _ = body.chunk().await;
+            }
+        }
+        drop(hedge_slot);
+        if let Some(verifier) = &progress.verifier {
+            if let Err((header, want, got)) = verifier.finish() {
+                progress.held.clear();
+                return Err(Error::new(
+                    ErrorKind::ChecksumMismatch,
+                    OP,
+                    format!("the bytes received do not match {header} (expected {want}, computed {got})"),
+                ));
+            }
+            self.shared.metrics.add_verified();
+        }
+        let mut offset = self.range.start;
+        for data in std::mem::take(&mut progress.held) {
+            let len = data.len() as u64;
+            sink.put(offset, data)?;
+            offset += len;
+        }
+        Ok(())
+    }
+
+    /// Handles one read of `source`: delivers the bytes beyond `progress.next` (another source
+    /// may have delivered the rest already), or checks that an ended body ended where it should.
+    fn take(
+        &self,
+        source: &mut Source,
+        chunk: Result<Option<Bytes>>,
+        progress: &mut Progress,
+        sink: &mut PartSink,
+    ) -> Result<()> {
+        let Some(chunk) = chunk? else {
+            if source.pos != self.range.end {
                 return Err(Error::new(
                     ErrorKind::Protocol,
                     OP,
-                    format!("the body ended at byte {next} of {}", range.end),
+                    format!("the body ended at byte {} of {}", source.pos, self.range.end),
                 ));
             }
-            Ok(())
+            return Ok(());
+        };
+        let mut chunk = chunk;
+        if source.pos + chunk.len() as u64 > self.range.end {
+            if !source.overruns {
+                return Err(Error::new(ErrorKind::Protocol, OP, "the body is longer than its range"));
+            }
+            chunk.truncate((self.range.end - source.pos) as usize);
         }
-        .await;
-        match result {
-            Ok(()) => return Ok(()),
-            Err(e) => retry.on_error(e).await?,
+        let len = chunk.len() as u64;
+        let end = source.pos + len;
+        if end > progress.next {
+            let fresh = chunk.slice((progress.next - source.pos) as usize..);
+            if let Some(v) = &mut progress.verifier {
+                v.update(&fresh);
+            }
+            if let Some(h) = &mut progress.hasher {
+                h.update(&fresh);
+            }
+            let at = progress.next;
+            progress.next = end;
+            match (&progress.verifier, &*sink) {
+                (Some(_), PartSink::Stream { .. }) => progress.held.push(fresh),
+                _ => sink.put(at, fresh)?,
+            }
         }
+        source.pos = end;
+        Ok(())
     }
 }

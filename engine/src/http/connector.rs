@@ -9,8 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
+use super::RequestBody;
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
 use socket2::{Domain, Protocol, Socket, Type};
@@ -31,6 +30,7 @@ pub(crate) struct Authority {
 #[derive(Clone)]
 pub(crate) struct Connector {
     pub(crate) connect_timeout: Duration,
+    tls_timeout: Duration,
     pub(crate) recv_buffer: Option<usize>,
     pub(crate) send_buffer: Option<usize>,
     tls: Arc<rustls::ClientConfig>,
@@ -48,7 +48,7 @@ impl std::fmt::Debug for Connector {
 /// response nobody awaits, and an aborted upload's part could still land on the server).
 #[derive(Debug)]
 pub(crate) struct Sender {
-    pub(crate) send: http1::SendRequest<Full<Bytes>>,
+    pub(crate) send: http1::SendRequest<RequestBody>,
     pub(crate) driver: tokio::task::AbortHandle,
 }
 
@@ -56,7 +56,12 @@ pub(crate) struct Sender {
 const MAX_READ_BUF: usize = 1024 * 1024;
 
 impl Connector {
-    pub(crate) fn new(connect_timeout: Duration, recv_buffer: Option<usize>, send_buffer: Option<usize>) -> Self {
+    pub(crate) fn new(
+        connect_timeout: Duration,
+        tls_timeout: Duration,
+        recv_buffer: Option<usize>,
+        send_buffer: Option<usize>,
+    ) -> Self {
         let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
         let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
             .with_safe_default_protocol_versions()
@@ -64,7 +69,7 @@ impl Connector {
             .with_root_certificates(roots)
             .with_no_client_auth();
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Connector { connect_timeout, recv_buffer, send_buffer, tls: Arc::new(tls) }
+        Connector { connect_timeout, tls_timeout, recv_buffer, send_buffer, tls: Arc::new(tls) }
     }
 
     /// Connects to the first of `addrs` that answers, from the local end `bind`, reporting
@@ -83,25 +88,14 @@ impl Connector {
         for &addr in addrs {
             let socket =
                 new_socket(addr, bind, self.recv_buffer, self.send_buffer).map_err(|e| bind_error(bind, e, op))?;
-            match tokio::time::timeout(self.connect_timeout, self.connect_socket(socket, addr, authority)).await {
-                Ok(Ok(sender)) => {
+            match self.connect_one(socket, addr, bind, authority, op).await {
+                Ok(sender) => {
                     record(addr, true);
                     return Ok(sender);
                 }
-                Ok(Err(e)) => {
+                Err(e) => {
                     record(addr, false);
-                    last = Some(
-                        Error::new(ErrorKind::Connect, op, format!("cannot connect to {addr} from {bind}"))
-                            .with_source(e),
-                    );
-                }
-                Err(_) => {
-                    record(addr, false);
-                    last = Some(Error::new(
-                        ErrorKind::Timeout,
-                        op,
-                        format!("connect to {addr} from {bind} timed out after {:?}", self.connect_timeout),
-                    ));
+                    last = Some(e);
                 }
             }
         }
@@ -110,14 +104,48 @@ impl Connector {
         }))
     }
 
-    async fn connect_socket(&self, socket: Socket, addr: SocketAddr, authority: &Authority) -> std::io::Result<Sender> {
+    /// TCP connect, then (for https) the TLS handshake, each under its own timeout.
+    async fn connect_one(
+        &self,
+        socket: Socket,
+        addr: SocketAddr,
+        bind: &LocalBind,
+        authority: &Authority,
+        op: Operation,
+    ) -> Result<Sender, Error> {
         let socket = tokio::net::TcpSocket::from_std_stream(std::net::TcpStream::from(socket));
-        let stream = socket.connect(addr).await?;
-        if authority.tls {
-            self.handshake_tls(stream, authority).await
+        let stream = match tokio::time::timeout(self.connect_timeout, socket.connect(addr)).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => {
+                return Err(
+                    Error::new(ErrorKind::Connect, op, format!("cannot connect to {addr} from {bind}")).with_source(e)
+                )
+            }
+            Err(_) => {
+                return Err(Error::new(
+                    ErrorKind::Timeout,
+                    op,
+                    format!("connect to {addr} from {bind} timed out after {:?}", self.connect_timeout),
+                ))
+            }
+        };
+        let result = if authority.tls {
+            match tokio::time::timeout(self.tls_timeout, self.handshake_tls(stream, authority)).await {
+                Ok(r) => r,
+                Err(_) => {
+                    return Err(Error::new(
+                        ErrorKind::Timeout,
+                        op,
+                        format!("TLS handshake with {addr} timed out after {:?}", self.tls_timeout),
+                    ))
+                }
+            }
         } else {
             handshake(TokioIo::new(stream)).await
-        }
+        };
+        result.map_err(|e| {
+            Error::new(ErrorKind::Connect, op, format!("connection set-up with {addr} failed")).with_source(e)
+        })
     }
 
     async fn handshake_tls(&self, stream: TcpStream, authority: &Authority) -> std::io::Result<Sender> {

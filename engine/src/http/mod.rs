@@ -7,19 +7,22 @@
 pub(crate) mod connector;
 pub(crate) mod lanes;
 pub(crate) mod pool;
+pub(crate) mod request_body;
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 pub(crate) use connector::{Authority, Connector};
 pub(crate) use lanes::Lanes;
 use pool::{Pool, PooledConn};
+pub(crate) use request_body::RequestBody;
 
+use crate::config::Timeouts;
 use crate::error::{Error, ErrorKind, Operation};
 use crate::metrics::Metrics;
 
@@ -27,8 +30,7 @@ use crate::metrics::Metrics;
 #[derive(Debug)]
 pub(crate) struct HttpClient {
     pool: Arc<Pool>,
-    first_byte_timeout: Duration,
-    read_idle_timeout: Duration,
+    timeouts: Timeouts,
     metrics: Arc<Metrics>,
 }
 
@@ -39,8 +41,51 @@ pub(crate) struct Body {
     incoming: Incoming,
     conn: Option<PooledConn>,
     read_idle_timeout: Duration,
+    floor: Option<ThroughputFloor>,
     op: Operation,
     metrics: Arc<Metrics>,
+}
+
+/// The minimum-throughput check of one body: bytes counted per window of fixed length.
+#[derive(Debug)]
+struct ThroughputFloor {
+    bytes_per_sec: u64,
+    window: Duration,
+    window_start: Instant,
+    window_bytes: u64,
+}
+
+impl ThroughputFloor {
+    fn new(bytes_per_sec: u64, window: Duration) -> Option<Self> {
+        (bytes_per_sec > 0).then(|| ThroughputFloor {
+            bytes_per_sec,
+            window,
+            window_start: Instant::now(),
+            window_bytes: 0,
+        })
+    }
+
+    /// How long the next read may wait before the current window ends (and the floor is
+    /// judged even if no byte came).
+    fn time_left(&self) -> Duration {
+        self.window.saturating_sub(self.window_start.elapsed())
+    }
+
+    /// Counts `n` bytes; `Err(rate)` when a finished window fell below the floor.
+    fn record(&mut self, n: u64) -> Result<(), f64> {
+        self.window_bytes += n;
+        let elapsed = self.window_start.elapsed();
+        if elapsed < self.window {
+            return Ok(());
+        }
+        let rate = self.window_bytes as f64 / elapsed.as_secs_f64();
+        if rate < self.bytes_per_sec as f64 {
+            return Err(rate);
+        }
+        self.window_start = Instant::now();
+        self.window_bytes = 0;
+        Ok(())
+    }
 }
 
 impl HttpClient {
@@ -49,18 +94,10 @@ impl HttpClient {
         &self.pool.lanes
     }
 
-    pub(crate) fn new(
-        connector: Connector,
-        lanes: Lanes,
-        pool_idle: Duration,
-        first_byte_timeout: Duration,
-        read_idle_timeout: Duration,
-        metrics: Arc<Metrics>,
-    ) -> Self {
+    pub(crate) fn new(connector: Connector, lanes: Lanes, timeouts: &Timeouts, metrics: Arc<Metrics>) -> Self {
         HttpClient {
-            pool: Pool::new(connector, lanes, pool_idle, metrics.clone()),
-            first_byte_timeout,
-            read_idle_timeout,
+            pool: Pool::new(connector, lanes, timeouts.pool_idle, metrics.clone()),
+            timeouts: timeouts.clone(),
             metrics,
         }
     }
@@ -69,15 +106,15 @@ impl HttpClient {
     pub(crate) async fn send(
         &self,
         authority: &Authority,
-        req: http::Request<Full<Bytes>>,
+        req: http::Request<RequestBody>,
         op: Operation,
     ) -> Result<http::Response<Body>, Error> {
         let mut conn = self.pool.checkout(authority, op).await?;
-        let upload_len = http_body::Body::size_hint(req.body()).exact().unwrap_or(0);
+        let upload_len = req.body().len();
         // The first-byte clock includes sending the request body; a large body is allowed the
         // read-idle budget per MiB on top so slow uplinks do not trip it.
-        let budget = self.first_byte_timeout
-            + self.read_idle_timeout.mul_f64(upload_len as f64 / (1 << 20) as f64).min(Duration::from_secs(3600));
+        let budget = self.timeouts.first_byte
+            + self.timeouts.read_idle.mul_f64(upload_len as f64 / (1 << 20) as f64).min(Duration::from_secs(3600));
         let response = match tokio::time::timeout(budget, conn.send_request(req)).await {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => {
@@ -99,7 +136,11 @@ impl HttpClient {
         let body = Body {
             incoming,
             conn: Some(conn),
-            read_idle_timeout: self.read_idle_timeout,
+            read_idle_timeout: self.timeouts.read_idle,
+            floor: ThroughputFloor::new(
+                self.timeouts.min_throughput_bytes_per_sec,
+                self.timeouts.min_throughput_window,
+            ),
             op,
             metrics: self.metrics.clone(),
         };
@@ -112,7 +153,18 @@ impl Body {
     /// read-idle timeout or the connection breaks.
     pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, Error> {
         loop {
-            let frame = match tokio::time::timeout(self.read_idle_timeout, self.incoming.frame()).await {
+            // Wake up at the end of a throughput window even when nothing arrives, so a body
+            // that stops below the floor is judged on time rather than at the idle timeout.
+            let wait = match &self.floor {
+                Some(f) => self.read_idle_timeout.min(f.time_left().max(Duration::from_millis(1))),
+                None => self.read_idle_timeout,
+            };
+            let started = Instant::now();
+            let frame = match tokio::time::timeout(wait, self.incoming.frame()).await {
+                Err(_) if started.elapsed() < self.read_idle_timeout && self.floor.is_some() => {
+                    self.check_floor(0)?;
+                    continue;
+                }
                 Err(_) => {
                     self.conn = None;
                     return Err(Error::new(
@@ -140,10 +192,25 @@ impl Body {
                     if let Some(conn) = &self.conn {
                         conn.lane().bytes_downloaded.fetch_add(data.len() as u64, Relaxed);
                     }
+                    self.check_floor(data.len() as u64)?;
                     return Ok(Some(data));
                 }
             }
         }
+    }
+
+    fn check_floor(&mut self, n: u64) -> Result<(), Error> {
+        let Some(floor) = &mut self.floor else { return Ok(()) };
+        if let Err(rate) = floor.record(n) {
+            let (min, window) = (floor.bytes_per_sec, floor.window);
+            self.conn = None;
+            return Err(Error::new(
+                ErrorKind::Timeout,
+                self.op,
+                format!("body arrived at {rate:.0} B/s over {window:?}, below the floor of {min} B/s"),
+            ));
+        }
+        Ok(())
     }
 
     /// Reads a whole (small) body such as an XML document, refusing more than `limit` bytes.

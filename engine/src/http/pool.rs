@@ -118,7 +118,7 @@ impl PooledConn {
     /// Sends a request on this connection.
     pub(crate) fn send_request(
         &mut self,
-        req: http::Request<http_body_util::Full<bytes::Bytes>>,
+        req: http::Request<super::RequestBody>,
     ) -> impl std::future::Future<Output = hyper::Result<http::Response<hyper::body::Incoming>>> {
         self.sender.as_mut().expect("present until released").send.send_request(req)
     }

@@ -1,28 +1,56 @@
 //! CompleteMultipartUpload.
 
 use bytes::Bytes;
-use http::Method;
+use http::{HeaderName, Method};
 
+use super::upload_part::UploadedPart;
 use super::{xml, S3Request, S3};
+use crate::checksum::{ChecksumAlgorithm, Crc};
 use crate::error::{Error, Operation};
 
 impl S3 {
-    /// Completes `upload_id` from `(part number, ETag)` pairs in ascending order; returns the
-    /// object's ETag. A 200 whose body is an `<Error>` is an error (S3 does this).
+    /// Completes `upload_id` from its parts in ascending order; returns the object's ETag. A
+    /// 200 whose body is an `<Error>` is an error (S3 does this). When the parts carry
+    /// checksums, each is listed and the full-object checksum, combined from the part CRCs,
+    /// is sent for the server to check against the assembled object.
     pub(crate) async fn complete_multipart(
         &self,
         bucket: &str,
         key: &str,
         upload_id: &str,
-        parts: Vec<(u32, String)>,
+        parts: Vec<UploadedPart>,
     ) -> Result<Option<String>, Error> {
         let op = Operation::CompleteMultipartUpload;
+        let full: Option<Crc> = parts
+            .iter()
+            .try_fold(None, |acc: Option<Crc>, p| {
+                let crc = p.checksum?;
+                Some(Some(acc.map_or(crc, |a| a.combine(crc))))
+            })
+            .flatten();
         let doc = xml::CompleteMultipartUpload {
-            parts: parts.into_iter().map(|(part_number, etag)| xml::CompletedPart { part_number, etag }).collect(),
+            parts: parts
+                .into_iter()
+                .map(|p| {
+                    let value = p.checksum.map(|c| (c.algorithm, c.encoded()));
+                    let pick = |alg| value.as_ref().filter(|v| v.0 == alg).map(|v| v.1.clone());
+                    xml::CompletedPart {
+                        part_number: p.number,
+                        etag: p.etag,
+                        checksum_crc64nvme: pick(ChecksumAlgorithm::Crc64Nvme),
+                        checksum_crc32c: pick(ChecksumAlgorithm::Crc32c),
+                    }
+                })
+                .collect(),
         };
-        let req = S3Request::new(op, Method::POST, bucket, Some(key))
+        let mut req = S3Request::new(op, Method::POST, bucket, Some(key))
             .query("uploadId", upload_id)
             .body(Bytes::from(xml::to_string(&doc)));
+        if let Some(crc) = full {
+            req = req
+                .header(HeaderName::from_static(crc.algorithm.header()), &crc.encoded())?
+                .header(HeaderName::from_static("x-amz-checksum-type"), "FULL_OBJECT")?;
+        }
         let (_, body) = self.execute(&req).await?;
         let result: xml::CompleteMultipartUploadResult = xml::parse(&body, op)?;
         Ok(result.etag)

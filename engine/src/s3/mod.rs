@@ -23,14 +23,14 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, StatusCode};
-use http_body_util::Full;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
-use crate::config::{Addressing, ClientConfig, Endpoint, PayloadSigning, RetryConfig};
+use crate::checksum::{ChecksumUpload, Crc};
+use crate::config::{Addressing, Checksums, ClientConfig, Endpoint, PayloadSigning};
 use crate::error::{Error, ErrorKind, Operation};
-use crate::http::{Authority, Body, HttpClient};
+use crate::http::{Authority, Body, HttpClient, RequestBody};
 use crate::metrics::Metrics;
-use crate::retry::Retry;
+use crate::retry::{Retry, RetryPolicy};
 use sign::{Payload, Signer};
 
 /// Characters kept as-is in a URI path: RFC 3986 unreserved plus `/`.
@@ -49,7 +49,8 @@ pub(crate) struct S3 {
     endpoint: Endpoint,
     addressing: Addressing,
     payload_signing: PayloadSigning,
-    pub(crate) retry: RetryConfig,
+    pub(crate) checksums: Checksums,
+    pub(crate) retry: RetryPolicy,
     pub(crate) metrics: Arc<Metrics>,
 }
 
@@ -63,11 +64,22 @@ pub(crate) struct S3Request<'a> {
     pub(crate) query: Vec<(&'static str, String)>,
     pub(crate) headers: Vec<(HeaderName, HeaderValue)>,
     pub(crate) body: Bytes,
+    /// The body's checksum, sent as the configured [`ChecksumUpload`] says.
+    pub(crate) checksum: Option<Crc>,
 }
 
 impl<'a> S3Request<'a> {
     pub(crate) fn new(op: Operation, method: Method, bucket: &'a str, key: Option<&'a str>) -> Self {
-        S3Request { op, method, bucket, key, query: Vec::new(), headers: Vec::new(), body: Bytes::new() }
+        S3Request {
+            op,
+            method,
+            bucket,
+            key,
+            query: Vec::new(),
+            headers: Vec::new(),
+            body: Bytes::new(),
+            checksum: None,
+        }
     }
 
     pub(crate) fn query(mut self, name: &'static str, value: impl Into<String>) -> Self {
@@ -86,6 +98,12 @@ impl<'a> S3Request<'a> {
         self.body = body;
         self
     }
+
+    /// Attaches the body's checksum (see [`S3::upload_checksum`]).
+    pub(crate) fn checksum(mut self, crc: Option<Crc>) -> Self {
+        self.checksum = crc;
+        self
+    }
 }
 
 impl S3 {
@@ -101,13 +119,19 @@ impl S3 {
             endpoint,
             addressing: config.addressing,
             payload_signing: config.payload_signing,
-            retry: config.retry.clone(),
+            checksums: config.checksums,
+            retry: RetryPolicy::new(config.retry.clone(), metrics.clone()),
             metrics,
         }
     }
 
     pub(crate) fn new_signer(config: &ClientConfig) -> Result<Signer, Error> {
         Ok(Signer::new(config.credentials.resolve()?, config.region.clone()))
+    }
+
+    /// The checksum to send with an upload body, or `None` when uploads carry none.
+    pub(crate) fn upload_checksum(&self, body: &[u8]) -> Option<Crc> {
+        (self.checksums.upload != ChecksumUpload::None).then(|| self.checksums.algorithm.checksum(body))
     }
 
     fn path_style(&self, bucket: &str) -> bool {
@@ -125,7 +149,7 @@ impl S3 {
     }
 
     /// Builds and signs the HTTP request for one attempt.
-    fn build(&self, req: &S3Request<'_>) -> Result<(Authority, http::Request<Full<Bytes>>), Error> {
+    fn build(&self, req: &S3Request<'_>) -> Result<(Authority, http::Request<RequestBody>), Error> {
         let path_style = self.path_style(req.bucket);
         let host =
             if path_style { self.endpoint.host.clone() } else { format!("{}.{}", req.bucket, self.endpoint.host) };
@@ -159,11 +183,36 @@ impl S3 {
         for (k, v) in &req.headers {
             builder = builder.header(k, v);
         }
+        let trailer = req.checksum.filter(|_| self.checksums.upload == ChecksumUpload::Trailer);
+        let body = match (req.checksum, trailer) {
+            (Some(crc), Some(_)) => {
+                // aws-chunked with one data chunk and the checksum in the trailer.
+                let name = crc.algorithm.header();
+                builder = builder
+                    .header("x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+                    .header(http::header::CONTENT_ENCODING, "aws-chunked")
+                    .header("x-amz-decoded-content-length", req.body.len())
+                    .header("x-amz-trailer", name);
+                let tail = format!("0\r\n{name}:{}\r\n\r\n", crc.encoded());
+                if req.body.is_empty() {
+                    RequestBody::new([Bytes::from(tail)])
+                } else {
+                    let head = Bytes::from(format!("{:x}\r\n", req.body.len()));
+                    RequestBody::new([head, req.body.clone(), Bytes::from(format!("\r\n{tail}"))])
+                }
+            }
+            (Some(crc), None) => {
+                builder = builder.header(crc.algorithm.header(), crc.encoded());
+                RequestBody::new([req.body.clone()])
+            }
+            (None, _) => RequestBody::new([req.body.clone()]),
+        };
         let mut request = builder
-            .header(http::header::CONTENT_LENGTH, req.body.len())
-            .body(Full::new(req.body.clone()))
+            .header(http::header::CONTENT_LENGTH, body.len())
+            .body(body)
             .map_err(|e| Error::invalid(req.op, "cannot build the HTTP request").with_source(e))?;
         let payload = match self.payload_signing {
+            _ if trailer.is_some() => Payload::Precomputed("STREAMING-UNSIGNED-PAYLOAD-TRAILER"),
             PayloadSigning::Signed => Payload::Signed(&req.body),
             PayloadSigning::Unsigned if req.body.is_empty() => Payload::Signed(&[]),
             PayloadSigning::Unsigned => Payload::Unsigned,
@@ -217,7 +266,10 @@ impl S3 {
             }
             .await;
             match result {
-                Ok(v) => return Ok(v),
+                Ok(v) => {
+                    retry.succeeded();
+                    return Ok(v);
+                }
                 Err(e) => retry.on_error(e).await?,
             }
         }
@@ -252,6 +304,8 @@ fn status_error(
     let kind = match (status.as_u16(), code.as_deref()) {
         (_, Some("SlowDown" | "Throttling" | "ThrottlingException" | "RequestLimitExceeded")) => ErrorKind::Throttled,
         (_, Some("RequestTimeout")) => ErrorKind::Timeout,
+        // The server computed another checksum than we sent: the body was damaged on the way.
+        (_, Some("BadDigest" | "InvalidDigest" | "XAmzContentChecksumMismatch")) => ErrorKind::ChecksumMismatch,
         (_, Some("InternalError" | "ServiceUnavailable")) => ErrorKind::ServerError,
         (_, Some("ExpiredToken" | "InvalidAccessKeyId" | "SignatureDoesNotMatch" | "InvalidToken")) => {
             ErrorKind::AccessDenied
@@ -295,15 +349,8 @@ mod tests {
             .build()
             .unwrap();
         let metrics = Arc::new(Metrics::default());
-        let connector = crate::http::Connector::new(config.timeouts.connect, None, None);
-        let http = HttpClient::new(
-            connector,
-            crate::http::Lanes::new(&[], &[]),
-            config.timeouts.pool_idle,
-            config.timeouts.first_byte,
-            config.timeouts.read_idle,
-            metrics.clone(),
-        );
+        let connector = crate::http::Connector::new(config.timeouts.connect, config.timeouts.tls_handshake, None, None);
+        let http = HttpClient::new(connector, crate::http::Lanes::new(&[], &[]), &config.timeouts, metrics.clone());
         S3::new(&config, http, S3::new_signer(&config).unwrap(), metrics)
     }
 
@@ -385,16 +432,10 @@ mod token_tests {
                 .build()
                 .unwrap();
             let metrics = Arc::new(Metrics::default());
-            let connector = crate::http::Connector::new(config.timeouts.connect, None, None);
+            let connector =
+                crate::http::Connector::new(config.timeouts.connect, config.timeouts.tls_handshake, None, None);
             let t = &config.timeouts;
-            let http = HttpClient::new(
-                connector,
-                crate::http::Lanes::new(&[], &[]),
-                t.pool_idle,
-                t.first_byte,
-                t.read_idle,
-                metrics.clone(),
-            );
+            let http = HttpClient::new(connector, crate::http::Lanes::new(&[], &[]), &config.timeouts, metrics.clone());
             let s = S3::new(&config, http, S3::new_signer(&config).unwrap(), metrics);
             let (_, r) = s.build(&S3Request::new(Operation::GetObject, Method::GET, "b", Some("k"))).unwrap();
             assert_eq!(r.headers().get("x-amz-security-token").is_some(), signed);

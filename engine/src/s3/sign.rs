@@ -27,6 +27,8 @@ pub(crate) enum Payload<'a> {
     Unsigned,
     /// Hash these bytes and sign the hash.
     Signed(&'a [u8]),
+    /// A fixed `x-amz-content-sha256` value such as `STREAMING-UNSIGNED-PAYLOAD-TRAILER`.
+    Precomputed(&'static str),
 }
 
 impl Signer {
@@ -65,6 +67,7 @@ impl Signer {
         let body = match payload {
             Payload::Unsigned => SignableBody::UnsignedPayload,
             Payload::Signed(bytes) => SignableBody::Bytes(bytes),
+            Payload::Precomputed(value) => SignableBody::Precomputed(value.to_string()),
         };
         let uri = req.uri().to_string();
         let headers = req.headers().iter().filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?)));

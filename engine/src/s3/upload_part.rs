@@ -4,10 +4,19 @@ use bytes::Bytes;
 use http::Method;
 
 use super::{header_str, S3Request, S3};
+use crate::checksum::Crc;
 use crate::error::{Error, ErrorKind, Operation};
 
+/// What CompleteMultipartUpload needs to know about one uploaded part.
+#[derive(Debug, Clone)]
+pub(crate) struct UploadedPart {
+    pub(crate) number: u32,
+    pub(crate) etag: String,
+    pub(crate) checksum: Option<Crc>,
+}
+
 impl S3 {
-    /// Uploads part `part_number` (1-based) of `upload_id`; returns the part's ETag.
+    /// Uploads part `part_number` (1-based) of `upload_id` with the configured checksum.
     pub(crate) async fn upload_part(
         &self,
         bucket: &str,
@@ -15,14 +24,18 @@ impl S3 {
         upload_id: &str,
         part_number: u32,
         body: Bytes,
-    ) -> Result<String, Error> {
+    ) -> Result<UploadedPart, Error> {
         let op = Operation::UploadPart;
+        let checksum = self.upload_checksum(&body);
         let req = S3Request::new(op, Method::PUT, bucket, Some(key))
             .query("partNumber", part_number.to_string())
             .query("uploadId", upload_id)
-            .body(body);
+            .body(body)
+            .checksum(checksum);
         let (parts, _) = self.execute(&req).await?;
-        header_str(&parts.headers, "etag")
-            .ok_or_else(|| Error::new(ErrorKind::Protocol, op, format!("UploadPart {part_number} answer has no ETag")))
+        let etag = header_str(&parts.headers, "etag").ok_or_else(|| {
+            Error::new(ErrorKind::Protocol, op, format!("UploadPart {part_number} answer has no ETag"))
+        })?;
+        Ok(UploadedPart { number: part_number, etag, checksum })
     }
 }

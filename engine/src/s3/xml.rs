@@ -43,6 +43,10 @@ pub(crate) struct CompletedPart {
     pub(crate) part_number: u32,
     #[serde(rename = "ETag")]
     pub(crate) etag: String,
+    #[serde(rename = "ChecksumCRC64NVME", skip_serializing_if = "Option::is_none")]
+    pub(crate) checksum_crc64nvme: Option<String>,
+    #[serde(rename = "ChecksumCRC32C", skip_serializing_if = "Option::is_none")]
+    pub(crate) checksum_crc32c: Option<String>,
 }
 
 /// `<ListBucketResult>` of ListObjectsV2.
@@ -149,12 +153,20 @@ mod tests {
 
     #[test]
     fn writes_complete_document() {
-        let doc = CompleteMultipartUpload { parts: vec![CompletedPart { part_number: 1, etag: "\"a&b\"".into() }] };
+        let part = |n, crc: Option<&str>| CompletedPart {
+            part_number: n,
+            etag: "\"a&b\"".into(),
+            checksum_crc64nvme: crc.map(str::to_string),
+            checksum_crc32c: None,
+        };
+        let doc = CompleteMultipartUpload { parts: vec![part(1, None)] };
         let s = to_string(&doc);
         assert_eq!(
             s,
             "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>\"a&amp;b\"</ETag></Part></CompleteMultipartUpload>"
         );
+        let s = to_string(&CompleteMultipartUpload { parts: vec![part(2, Some("AAAAAAAAAAA="))] });
+        assert!(s.contains("<PartNumber>2</PartNumber><ETag>\"a&amp;b\"</ETag><ChecksumCRC64NVME>AAAAAAAAAAA=</ChecksumCRC64NVME></Part>"), "{s}");
     }
 
     #[test]
@@ -162,5 +174,55 @@ mod tests {
         let e = parse::<ListBucketResult>(b"<<<", Operation::ListObjectsV2).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Protocol);
         assert!(e.is_retryable());
+    }
+
+    mod fuzz {
+        //! Property tests standing in for a fuzzer: whatever bytes a server sends, parsing
+        //! returns a typed error or a value, never a panic, and errors stay retryable
+        //! protocol errors (a broken proxy usually recovers).
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn xmlish() -> impl Strategy<Value = Vec<u8>> {
+            let tokens = prop_oneof![
+                Just("<ListBucketResult>".to_string()),
+                Just("</ListBucketResult>".to_string()),
+                Just("<Contents><Key>".to_string()),
+                Just("</Key><Size>".to_string()),
+                Just("</Size></Contents>".to_string()),
+                Just("<Error><Code>".to_string()),
+                Just("</Code></Error>".to_string()),
+                Just("<IsTruncated>true</IsTruncated>".to_string()),
+                Just("<?xml version=\"1.0\"?>".to_string()),
+                Just("&amp;&#0;&bogus;".to_string()),
+                "[a-zA-Z0-9 <>/=\"-]{0,12}",
+                "\\PC{0,6}",
+            ];
+            proptest::collection::vec(tokens, 0..40).prop_map(|t| t.concat().into_bytes())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+            #[test]
+            fn parsers_never_panic(body in xmlish()) {
+                for result in [
+                    parse::<ListBucketResult>(&body, Operation::ListObjectsV2).err(),
+                    parse::<ErrorBody>(&body, Operation::GetObject).err(),
+                    parse::<InitiateMultipartUploadResult>(&body, Operation::CreateMultipartUpload).err(),
+                    parse::<CompleteMultipartUploadResult>(&body, Operation::CompleteMultipartUpload).err(),
+                ].into_iter().flatten() {
+                    prop_assert_eq!(result.kind(), crate::error::ErrorKind::Protocol);
+                    prop_assert!(result.is_retryable());
+                }
+                let _ = is_error_document(&body);
+            }
+
+            #[test]
+            fn raw_bytes_never_panic(body in proptest::collection::vec(any::<u8>(), 0..512)) {
+                let _ = parse::<ListBucketResult>(&body, Operation::ListObjectsV2);
+                let _ = parse::<ErrorBody>(&body, Operation::GetObject);
+                let _ = is_error_document(&body);
+            }
+        }
     }
 }

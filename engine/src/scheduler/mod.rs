@@ -44,4 +44,10 @@ impl Scheduler {
     pub(crate) async fn slot(&self) -> ConnectionSlot {
         self.slots.clone().acquire_owned().await.expect("the slot semaphore is never closed")
     }
+
+    /// A slot only if one is free now: for optional extra requests (hedges) that must never
+    /// delay or starve the regular ones.
+    pub(crate) fn try_slot(&self) -> Option<ConnectionSlot> {
+        self.slots.clone().try_acquire_owned().ok()
+    }
 }

@@ -24,6 +24,7 @@ use crate::buffer_pool::MemoryPermit;
 use crate::client::Shared;
 use crate::config::{MAX_PARTS, MAX_PART_SIZE, MIB};
 use crate::error::{Error, ErrorKind, Operation, Result};
+use crate::s3::upload_part::UploadedPart;
 use crate::scheduler::ConnectionSlot;
 use crate::types::PutOutput;
 
@@ -61,8 +62,8 @@ pub(crate) struct Multipart {
     bucket: Arc<str>,
     key: Arc<str>,
     upload_id: Arc<str>,
-    tasks: JoinSet<Result<(u32, String)>>,
-    done: Vec<(u32, String)>,
+    tasks: JoinSet<Result<UploadedPart>>,
+    done: Vec<UploadedPart>,
     size: u64,
     ended: bool,
 }
@@ -126,7 +127,7 @@ impl Multipart {
             self.done.push(part_result(joined)?);
         }
         let mut parts = std::mem::take(&mut self.done);
-        parts.sort_unstable_by_key(|p| p.0);
+        parts.sort_unstable_by_key(|p| p.number);
         let count = parts.len() as u32;
         let slot = self.shared.scheduler.slot().await;
         let etag = self.shared.s3.complete_multipart(&self.bucket, &self.key, &self.upload_id, parts).await?;
@@ -164,7 +165,7 @@ impl Drop for Multipart {
     }
 }
 
-fn part_result(joined: std::result::Result<Result<(u32, String)>, tokio::task::JoinError>) -> Result<(u32, String)> {
+fn part_result(joined: std::result::Result<Result<UploadedPart>, tokio::task::JoinError>) -> Result<UploadedPart> {
     joined.map_err(|e| {
         if e.is_cancelled() {
             Error::cancelled(Operation::UploadPart)
@@ -184,12 +185,12 @@ async fn upload_part_task(
     body: PartBody,
     slot: ConnectionSlot,
     memory: Option<MemoryPermit>,
-) -> Result<(u32, String)> {
+) -> Result<UploadedPart> {
     let bytes = match body {
         PartBody::Ready(b) => b,
         PartBody::File(file, range) => read_file_range(&shared, file, range).await?,
     };
-    let etag = shared.s3.upload_part(&bucket, &key, &upload_id, number, bytes.clone()).await?;
+    let part = shared.s3.upload_part(&bucket, &key, &upload_id, number, bytes.clone()).await?;
     drop(slot);
     // Recycle the buffer if nobody else holds it (hyper has dropped its copy by now).
     if memory.is_some() {
@@ -198,7 +199,7 @@ async fn upload_part_task(
         }
     }
     drop(memory);
-    Ok((number, etag))
+    Ok(part)
 }
 
 /// Reads `range` of `file` into a pooled buffer on the blocking pool.
