@@ -120,6 +120,15 @@ impl Client {
     /// Downloads `bucket/key` into `buf` (which must be at least the object's size); returns
     /// the object's metadata. Bytes land in `buf` straight from the network buffers.
     pub async fn get_into(&self, bucket: &str, key: &str, buf: &mut [u8]) -> Result<ObjectInfo> {
+        // A multi-part download is checked against the object's checksum only at its end; the
+        // damaged part is unknown, so the whole download runs once more before failing.
+        match self.get_into_once(bucket, key, buf).await {
+            Err(e) if e.kind() == ErrorKind::ChecksumMismatch => self.get_into_once(bucket, key, buf).await,
+            other => other,
+        }
+    }
+
+    async fn get_into_once(&self, bucket: &str, key: &str, buf: &mut [u8]) -> Result<ObjectInfo> {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let (head_tx, head_rx) = oneshot::channel();
         let driver = self.spawn(
@@ -187,23 +196,13 @@ impl Client {
         let (bucket, key): (Arc<str>, Arc<str>) = (bucket.into(), key.into());
         let path = path.as_ref().to_path_buf();
         self.spawn(Operation::GetObject, async move {
-            let temp = TempFile::create(&path)?;
-            let (tx, rx) = mpsc::unbounded_channel();
-            // One blocking thread per download does the positional writes: page-cache writes
-            // can stall on dirty-page throttling and must not block a network worker.
-            let file = temp.file.clone();
-            let writer = tokio::task::spawn_blocking(move || write_chunks(&file, rx));
-            let (head_tx, mut head_rx) = oneshot::channel();
-            let downloaded = download::run(shared, bucket, key, None, Delivery::Copy(tx), head_tx).await;
-            let written = writer
-                .await
-                .map_err(|_| Error::new(ErrorKind::Internal, Operation::LocalIo, "file writer panicked"))?;
-            // A write failure stops the download; report it rather than the cancellation it caused.
-            written?;
-            downloaded?;
-            let info = head_rx.try_recv().map_err(|_| Error::cancelled(Operation::GetObject))?;
-            temp.persist(&path)?;
-            Ok(info)
+            // Like get_into: one more run if the whole-object checksum did not match.
+            match download_file_once(&shared, &bucket, &key, &path).await {
+                Err(e) if e.kind() == ErrorKind::ChecksumMismatch => {
+                    download_file_once(&shared, &bucket, &key, &path).await
+                }
+                other => other,
+            }
         })
         .await
     }
@@ -310,6 +309,32 @@ async fn with_deadline<T>(
         Err(_) => Err(Error::new(ErrorKind::Timeout, op, format!("the operation deadline of {limit:?} passed"))
             .with_retryable(false)),
     }
+}
+
+/// One attempt at a download into a temporary file next to `path`, renamed over it on success.
+async fn download_file_once(
+    shared: &Arc<Shared>,
+    bucket: &Arc<str>,
+    key: &Arc<str>,
+    path: &Path,
+) -> Result<ObjectInfo> {
+    let temp = TempFile::create(path)?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    // One blocking thread per download does the positional writes: page-cache writes
+    // can stall on dirty-page throttling and must not block a network worker.
+    let file = temp.file.clone();
+    let writer = tokio::task::spawn_blocking(move || write_chunks(&file, rx));
+    let (head_tx, mut head_rx) = oneshot::channel();
+    let downloaded =
+        download::run(shared.clone(), bucket.clone(), key.clone(), None, Delivery::Copy(tx), head_tx).await;
+    let written =
+        writer.await.map_err(|_| Error::new(ErrorKind::Internal, Operation::LocalIo, "file writer panicked"))?;
+    // A write failure stops the download; report it rather than the cancellation it caused.
+    written?;
+    downloaded?;
+    let info = head_rx.try_recv().map_err(|_| Error::cancelled(Operation::GetObject))?;
+    temp.persist(path)?;
+    Ok(info)
 }
 
 fn write_chunks(file: &std::fs::File, mut rx: mpsc::UnboundedReceiver<download::Chunk>) -> Result<()> {

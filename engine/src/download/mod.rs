@@ -338,6 +338,7 @@ async fn part_task(
 
 /// Receives `range` into `sink`, retrying and resuming from the first byte not yet delivered.
 /// A checksum mismatch restarts the part from its first byte (the bad byte could be anywhere).
+#[allow(clippy::too_many_arguments)]
 async fn fetch_part(
     shared: &Shared,
     bucket: &str,

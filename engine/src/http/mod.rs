@@ -111,23 +111,38 @@ impl HttpClient {
     ) -> Result<http::Response<Body>, Error> {
         let mut conn = self.pool.checkout(authority, op).await?;
         let upload_len = req.body().len();
-        // The first-byte clock includes sending the request body; a large body is allowed the
-        // read-idle budget per MiB on top so slow uplinks do not trip it.
-        let budget = self.timeouts.first_byte
-            + self.timeouts.read_idle.mul_f64(upload_len as f64 / (1 << 20) as f64).min(Duration::from_secs(3600));
-        let response = match tokio::time::timeout(budget, conn.send_request(req)).await {
-            Ok(Ok(r)) => r,
-            Ok(Err(e)) => {
-                return Err(
-                    Error::new(ErrorKind::Transport, op, "connection failed before the response head").with_source(e)
-                )
-            }
-            Err(_) => {
-                return Err(Error::new(
-                    ErrorKind::Timeout,
-                    op,
-                    format!("no response head within {budget:?} (first-byte timeout)"),
-                ))
+        let progress = req.body().progress();
+        progress.restart();
+        let sending = conn.send_request(req);
+        tokio::pin!(sending);
+        // While the body goes out, each slice hyper takes is progress (read-idle timeout
+        // between slices); once it is all out, the first-byte timeout runs.
+        let response = loop {
+            let (last, done) = progress.last();
+            let (limit, what) = match done {
+                true => (self.timeouts.first_byte, "no response head within the first-byte timeout"),
+                false => (self.timeouts.read_idle, "the request body stopped going out (read-idle timeout)"),
+            };
+            let deadline = tokio::time::Instant::from_std(last + limit);
+            // While the body is going out, look again often: the clock to apply changes
+            // when the last slice leaves.
+            let wake = match done {
+                true => deadline,
+                false => deadline.min(tokio::time::Instant::now() + Duration::from_millis(50)),
+            };
+            tokio::select! {
+                result = &mut sending => match result {
+                    Ok(r) => break r,
+                    Err(e) => {
+                        return Err(Error::new(ErrorKind::Transport, op, "connection failed before the response head")
+                            .with_source(e))
+                    }
+                },
+                _ = tokio::time::sleep_until(wake) => {
+                    if progress.last() == (last, done) && tokio::time::Instant::now() >= deadline {
+                        return Err(Error::new(ErrorKind::Timeout, op, format!("{what} ({limit:?})")));
+                    }
+                }
             }
         };
         self.metrics.add_uploaded(upload_len);

@@ -307,6 +307,8 @@ fn status_error(
         // The server computed another checksum than we sent: the body was damaged on the way.
         (_, Some("BadDigest" | "InvalidDigest" | "XAmzContentChecksumMismatch")) => ErrorKind::ChecksumMismatch,
         (_, Some("InternalError" | "ServiceUnavailable")) => ErrorKind::ServerError,
+        // A feature the store lacks (aws-chunked uploads on some stores): asking again won't help.
+        (_, Some("NotImplemented")) | (501, _) => ErrorKind::ClientError,
         (_, Some("ExpiredToken" | "InvalidAccessKeyId" | "SignatureDoesNotMatch" | "InvalidToken")) => {
             ErrorKind::AccessDenied
         }
@@ -434,7 +436,6 @@ mod token_tests {
             let metrics = Arc::new(Metrics::default());
             let connector =
                 crate::http::Connector::new(config.timeouts.connect, config.timeouts.tls_handshake, None, None);
-            let t = &config.timeouts;
             let http = HttpClient::new(connector, crate::http::Lanes::new(&[], &[]), &config.timeouts, metrics.clone());
             let s = S3::new(&config, http, S3::new_signer(&config).unwrap(), metrics);
             let (_, r) = s.build(&S3Request::new(Operation::GetObject, Method::GET, "b", Some("k"))).unwrap();

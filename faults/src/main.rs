@@ -1,0 +1,117 @@
+//! `gantry-fault-server`: the fault server as a process, so benchmarks can point other S3
+//! clients (awscrt, obstore, ...) at the same shaped, fault-injecting endpoint.
+
+use std::io::Write as _;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use clap::Parser;
+use gantry_faults::{parse_fault_spec, FaultServer, Op, Shaping};
+
+/// Fault-injecting, shaping S3 test server (path-style, no signature checks).
+#[derive(Debug, Parser)]
+#[command(name = "gantry-fault-server", version)]
+struct Args {
+    /// TCP port to listen on (0 = any free port).
+    #[arg(long, default_value_t = 9100)]
+    port: u16,
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: IpAddr,
+    /// Delay before every GetObject/HeadObject response head, in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    first_byte_ms: u64,
+    /// Per-connection GET body rate cap in MB/s (10^6 bytes/s).
+    #[arg(long)]
+    conn_rate_mbps: Option<f64>,
+    /// Seed of the RNG behind `p=` fault rules.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Fault rule `KIND[,op=OP][,every=N][,p=P][,times=N][,key=K][,range_start=B][,part=N]`
+    /// (KIND: 503, 500, request-timeout, 403, 404, reset, reset-mid, short, stall=SECS,
+    /// trickle=BYTES_PER_SEC, flip, wrong-etag). Repeatable; evaluated in order.
+    #[arg(long = "fault", value_name = "SPEC")]
+    faults: Vec<String>,
+    /// Answer aws-chunked uploads with 501 NotImplemented.
+    #[arg(long)]
+    reject_trailers: bool,
+    /// Keep the per-request log in memory (off by default: counters suffice for the summary).
+    #[arg(long)]
+    log_requests: bool,
+}
+
+fn main() {
+    let args = Args::parse();
+    let mut rules = Vec::new();
+    for spec in &args.faults {
+        match parse_fault_spec(spec) {
+            Ok(r) => rules.push(r),
+            Err(e) => {
+                eprintln!("gantry-fault-server: bad --fault {spec:?}: {e}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let rate = match args.conn_rate_mbps {
+        None => None,
+        Some(r) if r.is_finite() && r > 0.0 => Some((r * 1e6) as u64),
+        Some(r) => {
+            eprintln!("gantry-fault-server: --conn-rate-mbps must be > 0, got {r}");
+            std::process::exit(2);
+        }
+    };
+    let server = match FaultServer::start_on(SocketAddr::new(args.bind, args.port)) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("gantry-fault-server: cannot listen on {}:{}: {e}", args.bind, args.port);
+            std::process::exit(1);
+        }
+    };
+    server.set_request_log(args.log_requests);
+    server.seed(args.seed);
+    server.set_reject_trailers(args.reject_trailers);
+    server.set_shaping(Shaping {
+        first_byte_delay: Duration::from_millis(args.first_byte_ms),
+        conn_rate_bytes_per_sec: rate,
+    });
+    for r in rules {
+        server.add_rule(r);
+    }
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "listening on {}", server.endpoint());
+    let _ = out.flush();
+
+    wait_for_signal();
+
+    let by_op: Vec<String> =
+        Op::ALL.iter().map(|op| format!("\"{}\":{}", op.name(), server.request_count(*op))).collect();
+    let total: usize = Op::ALL.iter().map(|op| server.request_count(*op)).sum();
+    let _ = writeln!(
+        out,
+        "{{\"requests\":{total},\"faults_fired\":{},\"by_op\":{{{}}}}}",
+        server.faults_fired(),
+        by_op.join(",")
+    );
+    let _ = out.flush();
+    drop(server);
+}
+
+/// Blocks until SIGINT or SIGTERM.
+fn wait_for_signal() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("signal runtime");
+    rt.block_on(async {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    });
+}
