@@ -47,9 +47,12 @@ pub unsafe extern "C" fn gantry_config_new(
 /// Sets one knob from text. Keys: endpoint_url, region, access_key_id, secret_access_key,
 /// session_token, profile, anonymous (true/false), part_size ("8MiB"), multipart_threshold,
 /// max_connections, target_gbps, memory_limit, read_window, path_style, payload_signing
-/// (signed/unsigned), connect_timeout_ms, first_byte_timeout_ms, read_idle_timeout_ms,
-/// max_attempts, worker_threads, nic (repeat to add interfaces), bind (repeat to add source
-/// addresses). An unknown key or a bad value returns GANTRY_RESULT_INVALID_ARGUMENT and leaves
+/// (signed/unsigned), connect_timeout_ms, tls_handshake_timeout_ms, first_byte_timeout_ms,
+/// read_idle_timeout_ms, min_throughput_bytes_per_sec (0 disables), min_throughput_window_ms,
+/// operation_timeout_ms (0 = none), max_attempts, retry_budget_tokens (0 disables),
+/// checksum_algorithm (crc64nvme/crc32c), checksum_upload (none/header/trailer),
+/// verify_checksums (true/false), hedging (true/false), worker_threads, nic (repeat to add
+/// interfaces), bind (repeat to add source addresses). An unknown key or a bad value returns GANTRY_RESULT_INVALID_ARGUMENT and leaves
 /// the configuration unchanged; cross-field checks happen in gantry_client_new.
 ///
 /// # Safety
