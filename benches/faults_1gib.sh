@@ -7,7 +7,7 @@
 #   benches/faults_1gib.sh [SIZE_MIB] [ROUNDS]
 #
 # Prints a Markdown table: seconds (median), GETs sent and faults fired (from the server's
-# counters), and the slowdown of the faulty run against the clean one per client.
+# counters), the client's peak RSS, and the slowdown of the faulty run against the clean one per client.
 # Needs: cargo build --release -p gantry-cli -p gantry-faults; pip install awscrt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,9 +32,9 @@ run_one() { # who mode round
     rm -f "$work/down.bin"
     local line
     if [[ $who == gantry ]]; then
-        /usr/bin/time -f '%U %S' -o "$work/t" target/release/gantry cp --json --endpoint-url "$ep" \
+        /usr/bin/time -f '%U %S %M' -o "$work/t" target/release/gantry cp --json --endpoint-url "$ep" \
             --part-size 8MiB --max-connections $conns s3://bench/obj "$work/down.bin" > "$work/j"
-        line=$(python3 -c 'import json,sys;j=json.load(open(sys.argv[1]));u,s=open(sys.argv[2]).read().split()[-2:];j["cpu_s"]=float(u)+float(s);print(json.dumps(j))' "$work/j" "$work/t")
+        line=$(python3 -c 'import json,sys;j=json.load(open(sys.argv[1]));u,s,m=open(sys.argv[2]).read().split()[-3:];j["cpu_s"]=float(u)+float(s);j["max_rss_kib"]=int(m);print(json.dumps(j))' "$work/j" "$work/t")
     else
         line=$(python3 benches/crt_cp.py get "$ep" bench obj "$work/down.bin" --part-size $part --max-connections $conns)
     fi
@@ -54,14 +54,14 @@ python3 - "$results" "$size_mib" <<'PY'
 import json,sys,statistics as st
 rows=[json.loads(l) for l in open(sys.argv[1])]
 print(f"object: {sys.argv[2]} MiB, part 8 MiB, 16 connections, rounds: {len(rows)//4}\n")
-print("| client | run | seconds (median) | MiB/s | GETs (median) | faults fired (median) |")
-print("|---|---|---|---|---|---|")
+print("| client | run | seconds (median) | MiB/s | GETs (median) | faults fired (median) | peak RSS MiB |")
+print("|---|---|---|---|---|---|---|")
 secs={}
 for who in ("gantry","crt"):
     for mode in ("clean","faulty"):
         rs=[r for r in rows if r["who"]==who and r["mode"]==mode]
         s=st.median(r["seconds"] for r in rs); secs[(who,mode)]=s
-        print(f"| {who} | {mode} | {s:.2f} | {st.median(r['mib_per_s'] for r in rs):.0f} | {st.median(r['gets'] for r in rs):.0f} | {st.median(r['faults'] for r in rs):.0f} |")
+        print(f"| {who} | {mode} | {s:.2f} | {st.median(r['mib_per_s'] for r in rs):.0f} | {st.median(r['gets'] for r in rs):.0f} | {st.median(r['faults'] for r in rs):.0f} | {max(r['max_rss_kib'] for r in rs)/1024:.0f} |")
 print()
 for who in ("gantry","crt"):
     print(f"{who}: faulty/clean time {secs[(who,'faulty')]/secs[(who,'clean')]:.2f}x")
