@@ -122,7 +122,6 @@ pub(crate) struct Verifier {
     algorithm: ChecksumAlgorithm,
     expected: u64,
     digest: Digest,
-    header: &'static str,
 }
 
 impl Verifier {
@@ -145,7 +144,7 @@ impl Verifier {
                 return None;
             }
             let expected = algorithm.decode(text)?;
-            Some(Verifier { algorithm, expected, digest: Digest::new(algorithm.crc()), header: algorithm.header() })
+            Some(Verifier { algorithm, expected, digest: Digest::new(algorithm.crc()) })
         })
     }
 
@@ -157,11 +156,7 @@ impl Verifier {
 
     /// Compares the combined CRC of every part with the expected value.
     pub(crate) fn check_combined(&self, crc: Crc) -> Result<(), (&'static str, String, String)> {
-        if crc.value == self.expected {
-            Ok(())
-        } else {
-            Err((self.header, self.algorithm.encode(self.expected), self.algorithm.encode(crc.value)))
-        }
+        self.compare(crc.value)
     }
 
     /// Feeds the next bytes of the body, in order.
@@ -172,12 +167,14 @@ impl Verifier {
     /// Compares the CRC of every byte fed against the expected value; on a mismatch returns
     /// `(header, expected, actual)` in wire form for the error message.
     pub(crate) fn finish(&self) -> Result<(), (&'static str, String, String)> {
-        let actual = self.digest.finalize();
+        self.compare(self.digest.finalize())
+    }
+
+    fn compare(&self, actual: u64) -> Result<(), (&'static str, String, String)> {
         if actual == self.expected {
-            Ok(())
-        } else {
-            Err((self.header, self.algorithm.encode(self.expected), self.algorithm.encode(actual)))
+            return Ok(());
         }
+        Err((self.algorithm.header(), self.algorithm.encode(self.expected), self.algorithm.encode(actual)))
     }
 }
 

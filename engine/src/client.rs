@@ -120,15 +120,6 @@ impl Client {
     /// Downloads `bucket/key` into `buf` (which must be at least the object's size); returns
     /// the object's metadata. Bytes land in `buf` straight from the network buffers.
     pub async fn get_into(&self, bucket: &str, key: &str, buf: &mut [u8]) -> Result<ObjectInfo> {
-        // A multi-part download is checked against the object's checksum only at its end; the
-        // damaged part is unknown, so the whole download runs once more before failing.
-        match self.get_into_once(bucket, key, buf).await {
-            Err(e) if e.kind() == ErrorKind::ChecksumMismatch => self.get_into_once(bucket, key, buf).await,
-            other => other,
-        }
-    }
-
-    async fn get_into_once(&self, bucket: &str, key: &str, buf: &mut [u8]) -> Result<ObjectInfo> {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let (head_tx, head_rx) = oneshot::channel();
         let driver = self.spawn(
@@ -195,16 +186,7 @@ impl Client {
         let shared = self.shared().clone();
         let (bucket, key): (Arc<str>, Arc<str>) = (bucket.into(), key.into());
         let path = path.as_ref().to_path_buf();
-        self.spawn(Operation::GetObject, async move {
-            // Like get_into: one more run if the whole-object checksum did not match.
-            match download_file_once(&shared, &bucket, &key, &path).await {
-                Err(e) if e.kind() == ErrorKind::ChecksumMismatch => {
-                    download_file_once(&shared, &bucket, &key, &path).await
-                }
-                other => other,
-            }
-        })
-        .await
+        self.spawn(Operation::GetObject, async move { download_file(&shared, &bucket, &key, &path).await }).await
     }
 
     /// Opens `bucket/key` as an in-order stream with a bounded read window (see
@@ -311,13 +293,8 @@ async fn with_deadline<T>(
     }
 }
 
-/// One attempt at a download into a temporary file next to `path`, renamed over it on success.
-async fn download_file_once(
-    shared: &Arc<Shared>,
-    bucket: &Arc<str>,
-    key: &Arc<str>,
-    path: &Path,
-) -> Result<ObjectInfo> {
+/// A download into a temporary file next to `path`, renamed over it on success.
+async fn download_file(shared: &Arc<Shared>, bucket: &Arc<str>, key: &Arc<str>, path: &Path) -> Result<ObjectInfo> {
     let temp = TempFile::create(path)?;
     let (tx, rx) = mpsc::unbounded_channel();
     // One blocking thread per download does the positional writes: page-cache writes

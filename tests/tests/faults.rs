@@ -104,11 +104,7 @@ fn get_survives(rules: impl Fn() -> Vec<Rule>, data: &[u8], max_requests: usize)
     let server = server_with("k", data);
     let mut all = Vec::new();
     for how in DELIVERIES {
-        server.clear_rules();
-        server.reset_log();
-        for r in rules() {
-            server.add_rule(r);
-        }
+        arm(&server, rules());
         let c = client(&server, |c| c);
         let got = download(&c, "k", how).unwrap_or_else(|e| panic!("{how:?}: {e}"));
         assert_eq!(sha256(&got), sha256(data), "{how:?}: exact bytes");
@@ -124,16 +120,21 @@ fn get_survives(rules: impl Fn() -> Vec<Rule>, data: &[u8], max_requests: usize)
 fn get_fails(rules: impl Fn() -> Vec<Rule>, data: &[u8], kind: ErrorKind, max_requests: usize) {
     let server = server_with("k", data);
     for how in DELIVERIES {
-        server.clear_rules();
-        server.reset_log();
-        for r in rules() {
-            server.add_rule(r);
-        }
+        arm(&server, rules());
         let c = client(&server, |c| c);
         let e = download(&c, "k", how).expect_err("must fail");
         assert_eq!(e.kind(), kind, "{how:?}: {e}");
         let gets = server.request_count(Op::GetObject);
         assert!(gets <= max_requests, "{how:?}: {gets} GETs, at most {max_requests} expected");
+    }
+}
+
+/// Clears the server's rules and request log, then arms `rules`: each pass starts afresh.
+fn arm(server: &FaultServer, rules: impl IntoIterator<Item = Rule>) {
+    server.clear_rules();
+    server.reset_log();
+    for r in rules {
+        server.add_rule(r);
     }
 }
 
@@ -191,9 +192,7 @@ fn get_reset_mid_body_resumes_from_last_byte() {
         let data = pattern(SIZE, 5);
         let server = server_with("k", &data);
         for how in DELIVERIES {
-            server.clear_rules();
-            server.reset_log();
-            server.add_rule(Rule::new(on_part(2), Fault::ResetMidBody).times(1));
+            arm(&server, [Rule::new(on_part(2), Fault::ResetMidBody).times(1)]);
             let c = client(&server, |c| c);
             let got = download(&c, "k", how).unwrap();
             assert_eq!(sha256(&got), sha256(&data), "{how:?}");
@@ -240,9 +239,7 @@ fn get_trickle_below_floor_is_abandoned() {
         let data = pattern(SIZE, 8);
         let server = server_with("k", &data);
         for how in DELIVERIES {
-            server.clear_rules();
-            server.reset_log();
-            server.add_rule(Rule::new(on_part(2), Fault::Trickle { bytes_per_sec: 20_000 }).times(1));
+            arm(&server, [Rule::new(on_part(2), Fault::Trickle { bytes_per_sec: 20_000 }).times(1)]);
             let c = client(&server, |c| {
                 c.timeouts(Timeouts {
                     read_idle: Duration::from_secs(5),
@@ -304,9 +301,7 @@ fn get_flipped_byte_in_large_object_is_caught() {
         let data = pattern(SIZE, 11);
         let server = server_with("k", &data);
         for how in DELIVERIES {
-            server.clear_rules();
-            server.reset_log();
-            server.add_rule(Rule::new(on_part(2), Fault::FlipByte).times(1));
+            arm(&server, [Rule::new(on_part(2), Fault::FlipByte).times(1)]);
             let c = client(&server, |c| c);
             match (how, download(&c, "k", how)) {
                 (Delivery::Stream, Err(e)) => assert_eq!(e.kind(), ErrorKind::ChecksumMismatch, "{e}"),
@@ -558,11 +553,7 @@ fn put_survives(
     server.create_bucket(BUCKET);
     let mut all = Vec::new();
     for how in SOURCES {
-        server.clear_rules();
-        server.reset_log();
-        for r in rules() {
-            server.add_rule(r);
-        }
+        arm(&server, rules());
         let c = client(&server, &tweak);
         let key = format!("{how:?}");
         upload(&c, &key, data, how).unwrap_or_else(|e| panic!("{how:?}: {e}"));
@@ -582,11 +573,7 @@ fn put_fails(rules: impl Fn() -> Vec<Rule>, data: &[u8], kind: ErrorKind, max_re
     let server = FaultServer::start();
     server.create_bucket(BUCKET);
     for how in SOURCES {
-        server.clear_rules();
-        server.reset_log();
-        for r in rules() {
-            server.add_rule(r);
-        }
+        arm(&server, rules());
         let c = client(&server, |c| c);
         let key = format!("{how:?}");
         let e = upload(&c, &key, data, how).expect_err("must fail");

@@ -147,6 +147,11 @@ fn clone_error(err: &Error) -> Error {
 }
 
 /// Runs one download to completion: the driver described in the module docs.
+///
+/// A multi-part download is checked against the object's checksum only once every part is in;
+/// the damaged part is unknown, so the whole download runs once more when its bytes can still
+/// be overwritten (the `Copy` delivery). A stream has handed its bytes out: its reader gets
+/// the error (through the driver) before the end of the stream.
 pub(crate) async fn run(
     shared: Arc<Shared>,
     bucket: Arc<str>,
@@ -155,19 +160,53 @@ pub(crate) async fn run(
     delivery: Delivery,
     head_tx: oneshot::Sender<ObjectInfo>,
 ) -> Result<()> {
+    let mut head = Head::Wanted(head_tx);
+    let mut rerun = matches!(delivery, Delivery::Copy(_));
+    loop {
+        match run_once(&shared, &bucket, &key, range.clone(), &delivery, &mut head).await? {
+            Outcome::Done => return Ok(()),
+            Outcome::WholeObjectMismatch(_) if rerun => rerun = false,
+            Outcome::WholeObjectMismatch(e) => return Err(e),
+        }
+    }
+}
+
+/// The object's metadata: still to be sent to the caller, or what the caller was given (a
+/// rerun must find the same object).
+enum Head {
+    Wanted(oneshot::Sender<ObjectInfo>),
+    Sent(ObjectInfo),
+    Taken,
+}
+
+/// How a complete pass over the parts ended.
+enum Outcome {
+    Done,
+    /// Every part arrived, but together they do not match the object's checksum.
+    WholeObjectMismatch(Error),
+}
+
+async fn run_once(
+    shared: &Arc<Shared>,
+    bucket: &Arc<str>,
+    key: &Arc<str>,
+    range: Option<Range<u64>>,
+    delivery: &Delivery,
+    sent: &mut Head,
+) -> Result<Outcome> {
     let part_size = shared.config.part_size_bytes;
     let (start, end) = range.as_ref().map_or((0, u64::MAX), |r| (r.start, r.end));
     if start >= end {
         return Err(Error::invalid(OP, format!("empty byte range {start}..{end}")));
     }
     let memory = shared.scheduler.memory.reserve(part_size).await;
-    let window = acquire_window(&delivery).await;
+    let window = acquire_window(delivery).await;
     let slot = shared.scheduler.slot().await;
     let first = start..end.min(start.saturating_add(part_size));
     // Verifying a whole download needs the object's checksum, which S3 sends only on an
     // unranged GET: ask for the whole object then and read only the first part from it.
     let unranged = range.is_none() && shared.config.checksums.verify_downloads;
-    let (mut head, body) = open_first(&shared, &bucket, &key, first, start == 0, unranged).await?;
+    let (mut head, body) = open_first(shared, bucket, key, first, start == 0, unranged).await?;
     if head.start != start {
         return Err(Error::new(ErrorKind::Protocol, OP, format!("asked for bytes from {start}, got {}", head.start)));
     }
@@ -179,9 +218,17 @@ pub(crate) async fn run(
         last_modified: head.last_modified.clone(),
         content_type: head.content_type.clone(),
     };
-    if head_tx.send(info).is_err() {
-        return Err(Error::cancelled(OP));
-    }
+    *sent = match std::mem::replace(sent, Head::Taken) {
+        Head::Wanted(tx) => {
+            tx.send(info.clone()).map_err(|_| Error::cancelled(OP))?;
+            Head::Sent(info)
+        }
+        Head::Sent(first) if (&first.etag, first.size) != (&info.etag, info.size) => {
+            return Err(Error::new(ErrorKind::ObjectChanged, OP, "the object changed before the download was rerun")
+                .with_retryable(false));
+        }
+        other => other,
+    };
     let validator = Arc::new(Validator { etag: head.etag.clone(), total });
     let mut tasks = JoinSet::new();
     let first_range = head.start..head.end.min(head.start + part_size);
@@ -190,7 +237,7 @@ pub(crate) async fn run(
     let whole_object = if first_range.end < total { head.verifier.take() } else { None };
     let hasher = whole_object.as_ref().map(Verifier::part_hasher);
     let mut part_crcs = Vec::new();
-    let sink = make_sink(&delivery, first_range.end - first_range.start, memory, window);
+    let sink = make_sink(delivery, first_range.end - first_range.start, memory, window);
     tasks.spawn(part_task(
         shared.clone(),
         bucket.clone(),
@@ -205,13 +252,13 @@ pub(crate) async fn run(
 
     for range in plan::later_parts(first_range.end, limit, part_size) {
         let memory = shared.scheduler.memory.reserve(range.end - range.start).await;
-        let window = acquire_window(&delivery).await;
+        let window = acquire_window(delivery).await;
         let slot = shared.scheduler.slot().await;
         // Fail fast: stop admitting parts once one has failed.
         while let Some(done) = tasks.try_join_next() {
             part_crcs.extend(joined(done)?);
         }
-        let sink = make_sink(&delivery, range.end - range.start, memory, window);
+        let sink = make_sink(delivery, range.end - range.start, memory, window);
         let task = part_task(
             shared.clone(),
             bucket.clone(),
@@ -233,28 +280,15 @@ pub(crate) async fn run(
         let combined = part_crcs.into_iter().map(|(_, crc)| crc).reduce(Crc::combine);
         if let Some(Err((header, want, got))) = combined.map(|c| expected.check_combined(c)) {
             shared.metrics.add_failure(ErrorKind::ChecksumMismatch, false);
-            let e = Error::new(
+            return Ok(Outcome::WholeObjectMismatch(Error::new(
                 ErrorKind::ChecksumMismatch,
                 OP,
                 format!("the object's bytes do not match its {header} (expected {want}, computed {got})"),
-            );
-            // The stream reader must see the failure before its end of stream.
-            if let Delivery::Stream { parts, .. } = &delivery {
-                let (tx, rx) = mpsc::unbounded_channel();
-                let _ = tx.send(Err(clone_error(&e)));
-                let _ = parts.send(StreamPart {
-                    len: 0,
-                    rx,
-                    _memory: shared.scheduler.memory.reserve(0).await,
-                    _window: acquire_window(&delivery).await.expect("stream"),
-                });
-            }
-            return Err(e);
+            )));
         }
         shared.metrics.add_verified();
     }
-    drop(delivery);
-    Ok(())
+    Ok(Outcome::Done)
 }
 
 fn joined(done: std::result::Result<Result<Option<(u64, Crc)>>, tokio::task::JoinError>) -> Result<Option<(u64, Crc)>> {
@@ -351,11 +385,10 @@ async fn fetch_part(
 ) -> Result<Option<Crc>> {
     let mut progress = Progress { next: range.start, verifier: None, held: Vec::new(), hasher };
     let mut retry = Retry::new(&shared.s3.retry);
+    let req = PartRequest { shared, bucket, key, range: range.clone(), validator };
     loop {
         let started = Instant::now();
-        let attempt = retry.attempt();
-        let req = PartRequest { shared, bucket, key, range: range.clone(), validator };
-        let result = req.attempt(initial.take(), &mut progress, sink, attempt, started).await;
+        let result = req.attempt(initial.take(), &mut progress, sink, retry.attempt(), started).await;
         match result {
             Ok(()) => {
                 retry.succeeded();

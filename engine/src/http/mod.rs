@@ -174,9 +174,9 @@ impl Body {
                 Some(f) => self.read_idle_timeout.min(f.time_left().max(Duration::from_millis(1))),
                 None => self.read_idle_timeout,
             };
-            let started = Instant::now();
             let frame = match tokio::time::timeout(wait, self.incoming.frame()).await {
-                Err(_) if started.elapsed() < self.read_idle_timeout && self.floor.is_some() => {
+                // The wake-up was the end of a floor window, not the idle timeout.
+                Err(_) if wait < self.read_idle_timeout => {
                     self.check_floor(0)?;
                     continue;
                 }
