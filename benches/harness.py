@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+"""Side-by-side throughput and CPU benchmark: gantry against awscrt's S3Client and obstore.
+
+Every scenario starts a fresh gantry-fault-server (an in-memory S3 server; its shaping gives
+S3's time to first byte and per-connection rate), preloads the objects it reads, then runs
+each client's runner on the same spec (same objects, part size and connection count) in
+alternation for a warm-up round plus ROUNDS counted rounds; the order of clients rotates
+every round. A runner reports bytes, wall seconds and CPU seconds of its transfer phase; the
+harness adds the runner's peak RSS (wait4). Output: a Markdown table per scenario and the
+gantry/peer ratios, min-median-max over rounds, each ratio taken within one round.
+
+    benches/run.sh [--scenarios bulk-get,s3like-get,...] [--rounds N] [--clients gantry,crt,obstore] [--smoke]
+
+Run it through benches/run.sh, which builds the binaries and installs the peers first.
+"""
+import argparse
+import json
+import os
+import statistics as st
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "release")
+RUNNERS = {
+    "gantry": [os.path.join(BIN, "gantry-bench")],
+    "crt": [sys.executable, os.path.join(ROOT, "benches", "runners", "crt_runner.py")],
+    "obstore": [sys.executable, os.path.join(ROOT, "benches", "runners", "obstore_runner.py")],
+}
+MIB = 1 << 20
+PART = 8 * MIB
+S3_TTFB_MS = 20
+S3_CONN_MBPS = 25.0  # MB/s (10^6) per connection
+
+
+def scenarios(scale, workdir):
+    """Scenario name -> dict(shaping, connections, preload, workloads, ideal). `scale` shrinks
+    sizes and counts for a smoke run."""
+    def n(x):
+        return max(1, x // scale)
+
+    big = n(256) * MIB
+    s3 = {"first_byte_ms": S3_TTFB_MS, "conn_rate_mbps": S3_CONN_MBPS}
+    bulk_keys = [f"bulk-{i}" for i in range(8)]
+    s3like_size = n(512) * MIB
+    small_keys = [f"small-{i:05}" for i in range(n(2000))]
+    src_file = os.path.join(workdir, "put-src.bin")
+    per_part = S3_TTFB_MS / 1000 + PART / (S3_CONN_MBPS * 1e6)
+    small_each = S3_TTFB_MS / 1000 + 128 * 1024 / (S3_CONN_MBPS * 1e6)
+    return {
+        "bulk-get": dict(
+            about=f"8 x {big // MIB} MiB GETs, no shaping, 16 connections",
+            shaping={}, connections=16, preload=[(bulk_keys, big)],
+            workloads=[dict(name="get", op="get", keys=bulk_keys, size=big, in_flight=8)],
+            floor=bulk_keys[0]),
+        "s3like-get": dict(
+            about=f"4 x {s3like_size // MIB} MiB GETs, first byte 20 ms, 25 MB/s per connection, 32 connections",
+            shaping=s3, connections=32, preload=[([f"s3like-{i}" for i in range(4)], s3like_size)],
+            workloads=[dict(name="get", op="get", keys=[f"s3like-{i}" for i in range(4)], size=s3like_size, in_flight=4)],
+            # every connection fetches 8 MiB parts back to back, each paying the first-byte delay
+            ideal_bps=32 * PART / per_part),
+        "small-get": dict(
+            about=f"{len(small_keys)} x 128 KiB GETs, first byte 20 ms, 25 MB/s per connection, 64 in flight",
+            shaping=s3, connections=64, preload=[(small_keys, 128 * 1024)],
+            workloads=[dict(name="get", op="get", keys=small_keys, size=128 * 1024, in_flight=64)],
+            ideal_objps=64 / small_each),
+        "bulk-put-mem": dict(
+            about=f"4 x {big // MIB} MiB multipart uploads from memory, 16 connections",
+            shaping={}, connections=16, preload=[],
+            workloads=[dict(name="put", op="put", source="memory", keys=[f"put-{i}" for i in range(4)], size=big, in_flight=4)]),
+        "bulk-put-file": dict(
+            about=f"4 x {big // MIB} MiB multipart uploads from a file, 16 connections",
+            shaping={}, connections=16, preload=[], src_file=(src_file, big),
+            workloads=[dict(name="put", op="put", source="file", file=src_file, keys=[f"put-{i}" for i in range(4)], size=big, in_flight=4)]),
+        "checkpoint-put": dict(
+            about=f"one {n(2048)} MiB stream of unknown length (8 MiB writes), 16 connections",
+            shaping={}, connections=16, preload=[],
+            workloads=[dict(name="stream", op="stream-put", keys=["checkpoint"], size=n(2048) * MIB, write_size=PART)]),
+        "mixed": dict(
+            about="at once, S3-like shaping, 32 connections: 2 x 256 MiB GETs, 500 x 128 KiB GETs (16 in flight), "
+                  "2 x 256 MiB uploads from memory, one 512 MiB stream (sizes / scale)",
+            shaping=s3, connections=32,
+            preload=[(bulk_keys[:2], big), (small_keys[:n(500)], 128 * 1024)],
+            workloads=[
+                dict(name="big-get", op="get", keys=bulk_keys[:2], size=big, in_flight=2),
+                dict(name="small-get", op="get", keys=small_keys[:n(500)], size=128 * 1024, in_flight=16),
+                dict(name="put", op="put", source="memory", keys=["mixed-put-0", "mixed-put-1"], size=big, in_flight=2),
+                dict(name="stream", op="stream-put", keys=["mixed-stream"], size=n(512) * MIB, write_size=PART),
+            ]),
+    }
+
+
+class Server:
+    """A gantry-fault-server process with the scenario's shaping."""
+
+    def __init__(self, shaping, workdir):
+        args = [os.path.join(BIN, "gantry-fault-server"), "--port", "0"]
+        if shaping.get("first_byte_ms"):
+            args += ["--first-byte-ms", str(shaping["first_byte_ms"])]
+        if shaping.get("conn_rate_mbps"):
+            args += ["--conn-rate-mbps", str(shaping["conn_rate_mbps"])]
+        self.log = open(os.path.join(workdir, "server.out"), "w+")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        for _ in range(100):
+            self.log.seek(0)
+            line = self.log.readline()
+            if line.startswith("listening on "):
+                self.endpoint = line.split()[-1]
+                break
+            time.sleep(0.05)
+        else:
+            raise SystemExit("gantry-fault-server did not start")
+        urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/bench", method="PUT")).close()
+
+    def size_of(self, key):
+        with urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/bench/{key}", method="HEAD")) as r:
+            return int(r.headers["Content-Length"])
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+        self.log.close()
+
+
+def run_measured(argv, env=None):
+    """Runs a process to its end; returns (stdout, rusage). wait4 gives the child's peak RSS
+    and CPU, which subprocess would otherwise reap and discard."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, env=env)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise SystemExit(f"{argv[0]} failed with {p.returncode}")
+    return out.decode(), ru
+
+
+def spec_for(sc, server):
+    return {"endpoint": server.endpoint, "bucket": "bench", "connections": sc["connections"],
+            "part_size": PART, "workloads": sc["workloads"]}
+
+
+def preload(sc, server):
+    for keys, size in sc["preload"]:
+        spec = {"endpoint": server.endpoint, "bucket": "bench", "connections": 16, "part_size": PART,
+                "workloads": [dict(name="preload", op="put", source="memory", keys=keys, size=size, in_flight=16)]}
+        run_measured(RUNNERS["gantry"] + [json.dumps(spec)])
+
+
+def check_uploads(sc, server):
+    """Uploads must have landed whole: the server's size of every key written."""
+    for w in sc["workloads"]:
+        if w["op"] == "get":
+            continue
+        want = w["size"] if w["op"] == "stream-put" or w.get("source") != "file" else os.path.getsize(w["file"])
+        for k in w["keys"]:
+            got = server.size_of(k)
+            if got != want:
+                raise SystemExit(f"{k}: server holds {got} bytes, expected {want}")
+
+
+def run_scenario(name, sc, clients, rounds, workdir):
+    if "src_file" in sc:
+        path, size = sc["src_file"]
+        if not os.path.exists(path) or os.path.getsize(path) != size:
+            with open(path, "wb") as f:
+                f.write(os.urandom(size))
+    server = Server(sc["shaping"], workdir)
+    rows = []
+    try:
+        preload(sc, server)
+        spec = json.dumps(spec_for(sc, server))
+        for r in range(rounds + 1):  # round 0 warms up and is not counted
+            order = clients[r % len(clients):] + clients[:r % len(clients)]
+            for c in order:
+                out, ru = run_measured(RUNNERS[c] + [spec])
+                res = json.loads(out.strip().splitlines()[-1])
+                check_uploads(sc, server)
+                res.update(who=c, round=r, max_rss_kib=ru.ru_maxrss)
+                if r > 0:
+                    rows.append(res)
+                print(f"  {name} round {r} {c}: {res['bytes'] / MIB / res['seconds']:.0f} MiB/s, "
+                      f"{res['cpu_s'] / (res['bytes'] / (1 << 30)):.3f} CPU s/GiB", file=sys.stderr)
+            if sc.get("floor"):
+                _, ru = run_measured(["curl", "-sf", "-o", "/dev/null", f"{server.endpoint}/bench/{sc['floor']}"])
+                if r > 0:
+                    size = sc["workloads"][0]["size"]
+                    rows.append(dict(who="curl", round=r, bytes=size, seconds=None, cpu_s=ru.ru_utime + ru.ru_stime,
+                                     max_rss_kib=ru.ru_maxrss, workloads=[]))
+    finally:
+        server.stop()
+    return rows
+
+
+def rng(xs, fmt="{:.2f}"):
+    xs = sorted(xs)
+    return f"{fmt.format(xs[0])} – {fmt.format(st.median(xs))} – {fmt.format(xs[-1])}"
+
+
+def report(name, sc, rows, clients):
+    gib = lambda r: r["bytes"] / (1 << 30)
+    mibs = lambda r: r["bytes"] / MIB / r["seconds"]
+    cpg = lambda r: r["cpu_s"] / gib(r)
+    out = [f"### {name}", "", sc["about"], ""]
+    extra = ""
+    if "ideal_bps" in sc:
+        extra = " | % of ideal"
+    if "ideal_objps" in sc:
+        extra = " | objects/s | % of ideal"
+    out += [f"| client | MiB/s (median) | CPU s/GiB (median) | peak RSS MiB (max){extra} |",
+            "|---|---|---|---" + "|---" * extra.count("|") + "|"]
+    for c in clients + ["curl"]:
+        rs = [r for r in rows if r["who"] == c]
+        if not rs:
+            continue
+        speed = f"{st.median(mibs(r) for r in rs):.0f}" if c != "curl" else "(1 connection)"
+        cells = [c if c != "curl" else "curl -o /dev/null", speed, f"{st.median(cpg(r) for r in rs):.3f}",
+                 f"{max(r['max_rss_kib'] for r in rs) / 1024:.0f}"]
+        if "ideal_bps" in sc and c != "curl":
+            cells.append(f"{100 * st.median(r['bytes'] / r['seconds'] for r in rs) / sc['ideal_bps']:.1f}%")
+        if "ideal_objps" in sc and c != "curl":
+            objps = st.median(r["workloads"][0]["objects"] / r["seconds"] for r in rs)
+            cells += [f"{objps:.0f}", f"{100 * objps / sc['ideal_objps']:.1f}%"]
+        out.append("| " + " | ".join(cells) + " |")
+    if "ideal_bps" in sc:
+        out += ["", f"ideal: {sc['ideal_bps'] / MIB:.0f} MiB/s (32 connections x 8 MiB parts, each 20 ms + 8 MiB at 25 MB/s)"]
+    if "ideal_objps" in sc:
+        out += ["", f"ideal: {sc['ideal_objps']:.0f} objects/s (64 in flight, each 20 ms + 128 KiB at 25 MB/s)"]
+    if len(sc["workloads"]) > 1:
+        out += ["", "per workload, seconds to finish (median): " + "; ".join(
+            f"{c}: " + ", ".join(f"{w['name']} {st.median(r['workloads'][i]['seconds'] for r in rows if r['who'] == c):.2f}"
+                                 for i, w in enumerate(sc["workloads"]))
+            for c in clients if any(r["who"] == c for r in rows))]
+    if "gantry" in clients:
+        out += ["", "| gantry / peer (min – median – max over rounds) | throughput | CPU per GiB |", "|---|---|---|"]
+        for c in [p for p in clients if p != "gantry"] + (["curl"] if any(r["who"] == "curl" for r in rows) else []):
+            tp, cpu = [], []
+            for rnd in sorted({r["round"] for r in rows}):
+                g = next(r for r in rows if r["who"] == "gantry" and r["round"] == rnd)
+                p = next((r for r in rows if r["who"] == c and r["round"] == rnd), None)
+                if p is None:
+                    continue
+                if c != "curl":
+                    tp.append(mibs(g) / mibs(p))
+                cpu.append(cpg(g) / cpg(p))
+            out.append(f"| vs {c} | {rng(tp) if tp else '–'} | {rng(cpu)} |")
+    return "\n".join(out) + "\n"
+
+
+def machine():
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    mem = next((int(l.split()[1]) // (1 << 20) for l in open("/proc/meminfo") if l.startswith("MemTotal")), 0)
+    import awscrt
+    import obstore
+    return (f"machine: {os.cpu_count()} x {cpu}, {mem} GiB RAM, kernel {os.uname().release}; "
+            f"awscrt {awscrt.__version__}, obstore {obstore.__version__}; server: gantry-fault-server on loopback")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    all_names = list(scenarios(1, "/tmp"))
+    ap.add_argument("--scenarios", default=",".join(all_names))
+    ap.add_argument("--clients", default="gantry,crt,obstore")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--smoke", action="store_true", help="sizes / 16, one round: checks the harness, not speed")
+    ap.add_argument("--out", help="also write the Markdown to this file")
+    a = ap.parse_args()
+    clients = a.clients.split(",")
+    rounds = 1 if a.smoke else a.rounds
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench-secret")
+    md = [f"{machine()}; rounds: {rounds} after a warm-up; part size 8 MiB; "
+          f"{time.strftime('%Y-%m-%d')}", ""]
+    with tempfile.TemporaryDirectory() as workdir:
+        table = scenarios(16 if a.smoke else 1, workdir)
+        for name in a.scenarios.split(","):
+            if name not in table:
+                raise SystemExit(f"unknown scenario {name}; known: {', '.join(all_names)}")
+            rows = run_scenario(name, table[name], clients, rounds, workdir)
+            md.append(report(name, table[name], rows, clients))
+            print(md[-1], flush=True)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()

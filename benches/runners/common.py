@@ -1,0 +1,51 @@
+"""Shared by the peer runners: spec parsing, the CPU clock and the JSON result line.
+
+A runner prepares its client and source data, then measures wall time and the process's CPU
+time (user+sys over all threads, getrusage) around the workloads only, like gantry-bench.
+"""
+import json
+import os
+import resource
+import sys
+import time
+
+
+def load_spec():
+    if len(sys.argv) != 2:
+        sys.exit(f"usage: {os.path.basename(sys.argv[0])} SPEC_JSON")
+    return json.loads(sys.argv[1])
+
+
+def cpu_seconds():
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def pseudo_random(n):
+    """Incompressible bytes, the same kind gantry-bench uploads."""
+    return os.urandom(n)
+
+
+def credentials():
+    return os.environ.get("AWS_ACCESS_KEY_ID", "bench"), os.environ.get("AWS_SECRET_ACCESS_KEY", "bench-secret")
+
+
+class Clock:
+    """Wall and CPU clocks started together."""
+
+    def __init__(self):
+        self.cpu0 = cpu_seconds()
+        self.t0 = time.monotonic()
+
+    def elapsed(self):
+        return time.monotonic() - self.t0
+
+    def report(self, client, done):
+        seconds = self.elapsed()
+        print(json.dumps({
+            "client": client,
+            "bytes": sum(d["bytes"] for d in done),
+            "seconds": seconds,
+            "cpu_s": cpu_seconds() - self.cpu0,
+            "workloads": done,
+        }))
