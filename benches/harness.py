@@ -137,9 +137,9 @@ def run_measured(argv, env=None):
     return out.decode(), ru
 
 
-def spec_for(sc, server):
+def spec_for(sc, server, settings):
     return {"endpoint": server.endpoint, "bucket": "bench", "connections": sc["connections"],
-            "part_size": PART, "workloads": sc["workloads"]}
+            "part_size": PART, "workloads": sc["workloads"], "gantry_settings": settings}
 
 
 def preload(sc, server):
@@ -161,17 +161,20 @@ def check_uploads(sc, server):
                 raise SystemExit(f"{k}: server holds {got} bytes, expected {want}")
 
 
-def run_scenario(name, sc, clients, rounds, workdir):
+def run_scenario(name, sc, clients, rounds, workdir, settings):
     if "src_file" in sc:
         path, size = sc["src_file"]
         if not os.path.exists(path) or os.path.getsize(path) != size:
+            # In 8 MiB pieces: the harness's own RSS must stay small, because a child's peak
+            # RSS (wait4) starts from the parent's at fork.
             with open(path, "wb") as f:
-                f.write(os.urandom(size))
+                for _ in range(0, size, 8 * MIB):
+                    f.write(os.urandom(min(8 * MIB, size)))
     server = Server(sc["shaping"], workdir)
     rows = []
     try:
         preload(sc, server)
-        spec = json.dumps(spec_for(sc, server))
+        spec = json.dumps(spec_for(sc, server, settings))
         for r in range(rounds + 1):  # round 0 warms up and is not counted
             order = clients[r % len(clients):] + clients[:r % len(clients)]
             for c in order:
@@ -266,19 +269,24 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--smoke", action="store_true", help="sizes / 16, one round: checks the harness, not speed")
     ap.add_argument("--out", help="also write the Markdown to this file")
+    ap.add_argument("--gantry-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a gantry config key (as gantry_config_set takes it) for gantry's runs, e.g. checksum_upload=none")
     a = ap.parse_args()
+    settings = dict(kv.split("=", 1) for kv in a.gantry_set)
     clients = a.clients.split(",")
     rounds = 1 if a.smoke else a.rounds
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench-secret")
     md = [f"{machine()}; rounds: {rounds} after a warm-up; part size 8 MiB; "
+          + (f"gantry settings: {settings}; " if settings else "gantry at its defaults (CRC64NVME on uploads, verified downloads); ")
+          + f"
           f"{time.strftime('%Y-%m-%d')}", ""]
     with tempfile.TemporaryDirectory() as workdir:
         table = scenarios(16 if a.smoke else 1, workdir)
         for name in a.scenarios.split(","):
             if name not in table:
                 raise SystemExit(f"unknown scenario {name}; known: {', '.join(all_names)}")
-            rows = run_scenario(name, table[name], clients, rounds, workdir)
+            rows = run_scenario(name, table[name], clients, rounds, workdir, settings)
             md.append(report(name, table[name], rows, clients))
             print(md[-1], flush=True)
     if a.out:

@@ -48,6 +48,13 @@ impl ChecksumAlgorithm {
         }
     }
 
+    fn poly(self) -> &'static crate::crc_combine::Poly {
+        match self {
+            ChecksumAlgorithm::Crc64Nvme => &crate::crc_combine::CRC64NVME,
+            ChecksumAlgorithm::Crc32c => &crate::crc_combine::CRC32C,
+        }
+    }
+
     /// The header carrying this checksum (`x-amz-checksum-crc64nvme`).
     pub(crate) fn header(self) -> &'static str {
         match self {
@@ -111,7 +118,7 @@ impl Crc {
         if self.len == 0 {
             return next;
         }
-        let value = crc_fast::checksum_combine(self.algorithm.crc(), self.value, next.value, next.len);
+        let value = self.algorithm.poly().combine(self.value, next.value, next.len);
         Crc { algorithm: self.algorithm, value, len: self.len + next.len }
     }
 }

@@ -50,10 +50,14 @@ mod checksum;
 mod client;
 mod config;
 mod config_keys;
+mod crc_combine;
 mod credentials;
 mod download;
 mod error;
 mod http;
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+pub mod internals;
 mod metrics;
 mod retry;
 mod s3;

@@ -93,6 +93,8 @@ pub(crate) struct BodyPlan {
     pub rate: Option<u64>,
     /// Chunk size used while pacing (smaller chunks = smoother pacing).
     pub paced_chunk: Option<usize>,
+    /// The instant pacing counts from (the nominal first-byte time); None = the first poll.
+    pub origin: Option<Instant>,
     /// Flip the byte at this offset.
     pub flip_at: Option<usize>,
     /// Stop after this many bytes and end the connection this way.
@@ -126,7 +128,7 @@ impl BodyPlan {
     /// FIN or RST once everything before the cut-off has been flushed to the socket.
     pub(crate) fn into_body(self, data: Bytes, ctl: Arc<ConnCtl>) -> RespBody {
         let chunk = self.paced_chunk.unwrap_or(CHUNK).clamp(1, CHUNK);
-        let st = StreamState { data, pos: 0, plan: self, chunk, started: None, ctl, done: false };
+        let st = StreamState { data, pos: 0, started: self.origin, plan: self, chunk, ctl, done: false };
         let stream = futures::stream::unfold(st, |mut st| async move {
             if st.done {
                 return None;

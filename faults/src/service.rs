@@ -870,8 +870,14 @@ impl Ctx {
                 plan.paced_chunk = Some(plan.paced_chunk.map_or(chunk, |c| c.min(chunk)));
             }
         }
+        // Pacing runs on the nominal clock (answer due at arrival + delay), so timer slack on
+        // the first-byte sleep is not added again to the body's schedule.
+        let due = tokio::time::Instant::now() + delay;
+        if plan.stall.is_none() {
+            plan.origin = Some(due);
+        }
         if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
+            tokio::time::sleep_until(due).await;
         }
         if !headers.contains_key(header::CONTENT_LENGTH) && status != 204 && status != 304 {
             headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));

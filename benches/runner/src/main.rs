@@ -10,7 +10,7 @@
 //!
 //!     gantry-bench SPEC_JSON
 //!
-//! Spec: {"endpoint","bucket","connections","part_size","memory_limit"?,"workloads":[{
+//! Spec: {"endpoint","bucket","connections","part_size","memory_limit"?,"gantry_settings"?,"workloads":[{
 //!   "name","op":"get"|"put"|"stream-put","keys":[..],"in_flight","size",
 //!   "source":"memory"|"file","file","write_size"}]}
 
@@ -32,6 +32,9 @@ struct Spec {
     part_size: u64,
     #[serde(default)]
     memory_limit: Option<u64>,
+    /// Extra gantry settings by config key (`gantry_config_set` names), e.g. `checksum_upload`.
+    #[serde(default)]
+    gantry_settings: std::collections::BTreeMap<String, String>,
     workloads: Vec<Workload>,
 }
 
@@ -117,6 +120,9 @@ fn run(spec_json: &str) -> Result<String, BoxError> {
         .max_connections(spec.connections);
     if let Some(limit) = spec.memory_limit {
         b = b.memory_limit_bytes(limit);
+    }
+    for (k, v) in &spec.gantry_settings {
+        b = b.set(k, v)?;
     }
     let client = Arc::new(Client::new(b.build()?)?);
 

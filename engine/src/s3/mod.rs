@@ -149,7 +149,7 @@ impl S3 {
     }
 
     /// Builds and signs the HTTP request for one attempt.
-    fn build(&self, req: &S3Request<'_>) -> Result<(Authority, http::Request<RequestBody>), Error> {
+    pub(crate) fn build(&self, req: &S3Request<'_>) -> Result<(Authority, http::Request<RequestBody>), Error> {
         let path_style = self.path_style(req.bucket);
         let host =
             if path_style { self.endpoint.host.clone() } else { format!("{}.{}", req.bucket, self.endpoint.host) };
