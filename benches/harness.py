@@ -279,8 +279,7 @@ def main():
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench-secret")
     md = [f"{machine()}; rounds: {rounds} after a warm-up; part size 8 MiB; "
           + (f"gantry settings: {settings}; " if settings else "gantry at its defaults (CRC64NVME on uploads, verified downloads); ")
-          + f"
-          f"{time.strftime('%Y-%m-%d')}", ""]
+          + time.strftime("%Y-%m-%d"), ""]
     with tempfile.TemporaryDirectory() as workdir:
         table = scenarios(16 if a.smoke else 1, workdir)
         for name in a.scenarios.split(","):

@@ -212,7 +212,7 @@ async fn transfer(client: &Client, bucket: &str, w: &Workload, key: &str, src: B
             let mut left = w.size;
             while left > 0 {
                 let n = left.min(src.len() as u64) as usize;
-                up.write(&src[..n]).await?;
+                up.write_bytes(src.slice(..n)).await?;
                 left -= n as u64;
             }
             up.complete().await?;

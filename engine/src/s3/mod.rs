@@ -129,6 +129,11 @@ impl S3 {
         Ok(Signer::new(config.credentials.resolve()?, config.region.clone()))
     }
 
+    /// The algorithm of the checksum uploads carry, or `None` when they carry none.
+    pub(crate) fn upload_checksum_algorithm(&self) -> Option<crate::checksum::ChecksumAlgorithm> {
+        (self.checksums.upload != ChecksumUpload::None).then_some(self.checksums.algorithm)
+    }
+
     /// The checksum to send with an upload body, or `None` when uploads carry none.
     pub(crate) fn upload_checksum(&self, body: &[u8]) -> Option<Crc> {
         (self.checksums.upload != ChecksumUpload::None).then(|| self.checksums.algorithm.checksum(body))

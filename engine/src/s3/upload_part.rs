@@ -16,7 +16,9 @@ pub(crate) struct UploadedPart {
 }
 
 impl S3 {
-    /// Uploads part `part_number` (1-based) of `upload_id` with the configured checksum.
+    /// Uploads part `part_number` (1-based) of `upload_id` with the configured checksum;
+    /// `precomputed` is that checksum when the caller already hashed the bytes on the way in
+    /// (see [`S3::upload_checksum_algorithm`]), saving a pass over them.
     pub(crate) async fn upload_part(
         &self,
         bucket: &str,
@@ -24,9 +26,13 @@ impl S3 {
         upload_id: &str,
         part_number: u32,
         body: Bytes,
+        precomputed: Option<Crc>,
     ) -> Result<UploadedPart, Error> {
         let op = Operation::UploadPart;
-        let checksum = self.upload_checksum(&body);
+        let checksum = match precomputed {
+            Some(crc) if self.upload_checksum_algorithm() == Some(crc.algorithm) => Some(crc),
+            _ => self.upload_checksum(&body),
+        };
         let req = S3Request::new(op, Method::PUT, bucket, Some(key))
             .query("partNumber", part_number.to_string())
             .query("uploadId", upload_id)

@@ -21,12 +21,16 @@ use bytes::Bytes;
 use tokio::task::JoinSet;
 
 use crate::buffer_pool::MemoryPermit;
+use crate::checksum::{Crc, PartHasher};
 use crate::client::Shared;
 use crate::config::{MAX_PARTS, MAX_PART_SIZE, MIB};
 use crate::error::{Error, ErrorKind, Operation, Result};
 use crate::s3::upload_part::UploadedPart;
 use crate::scheduler::ConnectionSlot;
 use crate::types::PutOutput;
+
+/// Bytes per positional read of a file part: hashed right after it lands, while in cache.
+const READ_PIECE: usize = 256 * 1024;
 
 /// Part size for an upload of `size` bytes: the configured size, raised (in whole MiB) until
 /// the upload fits in 10,000 parts.
@@ -49,8 +53,9 @@ pub(crate) fn stream_part_size(base: u64, number: u32, cap: u64) -> u64 {
 /// Where a part's bytes come from.
 #[derive(Debug)]
 pub(crate) enum PartBody {
-    /// Bytes already in memory (caller's buffer slice or a filled writer buffer).
-    Ready(Bytes),
+    /// Bytes already in memory (caller's buffer slice or a filled writer buffer), with their
+    /// checksum when it was computed while they were written.
+    Ready(Bytes, Option<Crc>),
     /// A range of a file, read inside the part task into a pooled buffer.
     File(Arc<std::fs::File>, Range<u64>),
 }
@@ -186,11 +191,11 @@ async fn upload_part_task(
     slot: ConnectionSlot,
     memory: Option<MemoryPermit>,
 ) -> Result<UploadedPart> {
-    let bytes = match body {
-        PartBody::Ready(b) => b,
+    let (bytes, crc) = match body {
+        PartBody::Ready(b, crc) => (b, crc),
         PartBody::File(file, range) => read_file_range(&shared, file, range).await?,
     };
-    let part = shared.s3.upload_part(&bucket, &key, &upload_id, number, bytes.clone()).await?;
+    let part = shared.s3.upload_part(&bucket, &key, &upload_id, number, bytes.clone(), crc).await?;
     drop(slot);
     // Recycle the buffer if nobody else holds it (hyper has dropped its copy by now).
     if memory.is_some() {
@@ -202,18 +207,28 @@ async fn upload_part_task(
     Ok(part)
 }
 
-/// Reads `range` of `file` into a pooled buffer on the blocking pool.
+/// Reads `range` of `file` into a pooled buffer on the blocking pool, hashing each piece
+/// right after reading it (while it is in cache) when uploads carry a checksum.
 pub(crate) async fn read_file_range(
     shared: &Arc<Shared>,
     file: Arc<std::fs::File>,
     range: Range<u64>,
-) -> Result<Bytes> {
+) -> Result<(Bytes, Option<Crc>)> {
     let len = (range.end - range.start) as usize;
     let mut buf = shared.scheduler.memory.take(len);
+    let mut hasher = shared.s3.upload_checksum_algorithm().map(PartHasher::new);
     tokio::task::spawn_blocking(move || {
         buf.resize(len, 0);
-        file.read_exact_at(&mut buf, range.start).map_err(|e| Error::local_io("cannot read the source file", e))?;
-        Ok(Bytes::from(buf))
+        let mut at = 0;
+        for piece in buf.chunks_mut(READ_PIECE) {
+            file.read_exact_at(piece, range.start + at)
+                .map_err(|e| Error::local_io("cannot read the source file", e))?;
+            if let Some(h) = hasher.as_mut() {
+                h.update(piece);
+            }
+            at += piece.len() as u64;
+        }
+        Ok((Bytes::from(buf), hasher.map(|h| h.finish())))
     })
     .await
     .map_err(|_| Error::new(ErrorKind::Internal, Operation::LocalIo, "file reader task failed"))?
@@ -229,7 +244,7 @@ pub(crate) async fn put_bytes(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<st
         return Ok(PutOutput { etag, size, parts: 1 });
     }
     multipart_known_size(shared, bucket, key, size, false, |r| {
-        PartBody::Ready(body.slice(r.start as usize..r.end as usize))
+        PartBody::Ready(body.slice(r.start as usize..r.end as usize), None)
     })
     .await
 }
@@ -245,7 +260,7 @@ pub(crate) async fn put_file(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<str
     let file = Arc::new(file);
     if size <= shared.config.multipart_threshold_bytes {
         let memory = shared.scheduler.memory.reserve(size).await;
-        let body = read_file_range(&shared, file, 0..size).await?;
+        let (body, _) = read_file_range(&shared, file, 0..size).await?;
         let out = put_bytes(shared, bucket, key, body).await;
         drop(memory);
         return out;

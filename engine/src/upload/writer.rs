@@ -6,6 +6,7 @@ use bytes::Bytes;
 
 use super::{stream_part_size, Multipart, PartBody};
 use crate::buffer_pool::MemoryPermit;
+use crate::checksum::PartHasher;
 use crate::client::Shared;
 use crate::error::{Operation, Result};
 use crate::task::TaskHandle;
@@ -30,11 +31,27 @@ pub struct Upload {
     part_number: u32,
     multipart: Option<Multipart>,
     written: u64,
+    /// The CRC of `buf`, computed as bytes are copied in (None when uploads carry none).
+    hasher: Option<PartHasher>,
+    /// A whole part of caller-owned bytes from [`Upload::write_bytes`], waiting to be
+    /// flushed; while it is held, `buf` is empty.
+    held: Option<Bytes>,
 }
 
 impl Upload {
     pub(crate) fn new(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<str>) -> Self {
-        Upload { shared, bucket, key, buf: Vec::new(), buf_permit: None, part_number: 1, multipart: None, written: 0 }
+        Upload {
+            shared,
+            bucket,
+            key,
+            buf: Vec::new(),
+            buf_permit: None,
+            part_number: 1,
+            multipart: None,
+            written: 0,
+            hasher: None,
+            held: None,
+        }
     }
 
     fn current_part_size(&self) -> u64 {
@@ -42,11 +59,35 @@ impl Upload {
         stream_part_size(c.part_size_bytes, self.part_number, c.memory_limit_bytes)
     }
 
-    /// Appends `data`. Waits when the memory budget is exhausted (backpressure).
+    /// Appends `data`, taking ownership instead of copying: every whole part's worth that
+    /// lines up with a part boundary is uploaded straight from `data`'s memory (which is held
+    /// until that part is on the server); only the remainder is copied into a part buffer.
+    /// Hand over large buffers (a multiple of the part size) to upload with no copy at all.
+    /// Waits while every connection is busy (backpressure).
+    pub async fn write_bytes(&mut self, mut data: Bytes) -> Result<()> {
+        while !data.is_empty() {
+            if self.held.is_some() || (!self.buf.is_empty() && self.buf.len() == self.current_part_size() as usize) {
+                // More bytes are coming, so what is held is not the whole object.
+                self.flush_part().await?;
+            }
+            let part_size = self.current_part_size() as usize;
+            if self.buf.is_empty() && data.len() >= part_size {
+                self.held = Some(data.split_to(part_size));
+                self.written += part_size as u64;
+                continue;
+            }
+            let n = if self.buf.is_empty() { part_size } else { part_size - self.buf.len() };
+            let piece = data.split_to(n.min(data.len()));
+            self.write(&piece).await?;
+        }
+        Ok(())
+    }
+
+    /// Appends a copy of `data`. Waits when the memory budget is exhausted (backpressure).
     pub async fn write(&mut self, mut data: &[u8]) -> Result<()> {
         while !data.is_empty() {
             let part_size = self.current_part_size() as usize;
-            if self.buf.len() == part_size {
+            if self.held.is_some() || self.buf.len() == part_size {
                 // Only now, with more bytes coming, is the full buffer known not to be the
                 // whole object: a stream of exactly one part stays a single PutObject.
                 self.flush_part().await?;
@@ -54,9 +95,13 @@ impl Upload {
             if self.buf_permit.is_none() {
                 self.buf_permit = Some(self.shared.scheduler.memory.reserve(part_size as u64).await);
                 self.buf = self.shared.scheduler.memory.take(part_size);
+                self.hasher = self.shared.s3.upload_checksum_algorithm().map(PartHasher::new);
             }
             let n = (part_size - self.buf.len()).min(data.len());
-            self.buf.extend_from_slice(&data[..n]);
+            match self.hasher.as_mut() {
+                Some(h) => h.copy_from(&mut self.buf, &data[..n]),
+                None => self.buf.extend_from_slice(&data[..n]),
+            }
             self.written += n as u64;
             data = &data[n..];
         }
@@ -80,9 +125,16 @@ impl Upload {
         let slot = self.shared.scheduler.slot().await;
         let mp = self.multipart.as_mut().expect("created above");
         mp.reap()?;
-        let body = Bytes::from(std::mem::take(&mut self.buf));
+        let (body, crc) = match self.held.take() {
+            // Caller-owned bytes: hashed here (the caller just wrote them, likely in cache).
+            Some(held) => {
+                let crc = self.shared.s3.upload_checksum_algorithm().map(|a| a.checksum(&held));
+                (held, crc)
+            }
+            None => (Bytes::from(std::mem::take(&mut self.buf)), self.hasher.take().map(|h| h.finish())),
+        };
         let len = body.len() as u64;
-        mp.spawn_part(self.part_number, PartBody::Ready(body), len, slot, self.buf_permit.take())?;
+        mp.spawn_part(self.part_number, PartBody::Ready(body, crc), len, slot, self.buf_permit.take())?;
         self.part_number += 1;
         Ok(())
     }
@@ -92,7 +144,7 @@ impl Upload {
         let handle = self.shared.handle.clone();
         match self.multipart.take() {
             None => {
-                let body = Bytes::from(std::mem::take(&mut self.buf));
+                let body = self.held.take().unwrap_or_else(|| Bytes::from(std::mem::take(&mut self.buf)));
                 let permit = self.buf_permit.take();
                 let fut = super::put_bytes(self.shared.clone(), self.bucket.clone(), self.key.clone(), body);
                 let out = TaskHandle::spawn(&handle, Operation::PutObject, fut).await;
@@ -101,7 +153,7 @@ impl Upload {
             }
             Some(mp) => {
                 self.multipart = Some(mp);
-                if !self.buf.is_empty() {
+                if self.held.is_some() || !self.buf.is_empty() {
                     self.flush_part().await?;
                 }
                 let mp = self.multipart.take().expect("present");
