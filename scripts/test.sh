@@ -41,6 +41,10 @@ echo "== Go binding (go test -race)"
 (cd bindings/go && go vet ./... && go build ./... && go test -race -count=1 -v ./... && go test -tags debug -race -count=1 -v -run FinalizersUnderForcedGC ./...) 2>&1 | tee -a "$log"
 go_status=${PIPESTATUS[0]}
 [[ $status -ne 0 ]] || status=$go_status
+echo "== benchmark harness smoke (benches/run.sh --smoke: tiny sizes, one round; checks it runs, measures nothing)"
+benches/run.sh --smoke 2>&1 | tee -a "$log"
+bench_status=${PIPESTATUS[0]}
+[[ $status -ne 0 ]] || status=$bench_status
 set -e
 # One closing line for the whole run (cargo prints one per test binary, the last often a
 # doc-test binary with nothing in it).

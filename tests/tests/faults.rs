@@ -125,7 +125,11 @@ fn get_fails(rules: impl Fn() -> Vec<Rule>, data: &[u8], kind: ErrorKind, max_re
         let e = download(&c, "k", how).expect_err("must fail");
         assert_eq!(e.kind(), kind, "{how:?}: {e}");
         let gets = server.request_count(Op::GetObject);
-        assert!(gets <= max_requests, "{how:?}: {gets} GETs, at most {max_requests} expected: {:#?}", server.requests());
+        assert!(
+            gets <= max_requests,
+            "{how:?}: {gets} GETs, at most {max_requests} expected: {:#?}",
+            server.requests()
+        );
     }
 }
 
