@@ -26,6 +26,20 @@ def pseudo_random(n):
     return os.urandom(n)
 
 
+def sources(spec):
+    """Per workload, the bytes it uploads from memory (made before the clock starts): a
+    whole object for puts from memory, one write's worth for streams; None otherwise."""
+    out = []
+    for w in spec["workloads"]:
+        if w["op"] == "put" and w.get("source", "memory") == "memory":
+            out.append(pseudo_random(w["size"]))
+        elif w["op"] == "stream-put":
+            out.append(pseudo_random(w.get("write_size", 8 << 20)))
+        else:
+            out.append(None)
+    return out
+
+
 def credentials():
     return os.environ.get("AWS_ACCESS_KEY_ID", "bench"), os.environ.get("AWS_SECRET_ACCESS_KEY", "bench-secret")
 

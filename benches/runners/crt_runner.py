@@ -11,6 +11,7 @@ See gantry-bench (benches/runner) for the spec.
 """
 import concurrent.futures as cf
 import io
+import os
 import threading
 
 from awscrt.auth import AwsCredentialsProvider
@@ -63,14 +64,7 @@ def main():
         **kwargs,
     )
     bucket = spec["bucket"]
-    sources = []
-    for w in spec["workloads"]:
-        if w["op"] == "put" and w.get("source", "memory") == "memory":
-            sources.append(common.pseudo_random(w["size"]))
-        elif w["op"] == "stream-put":
-            sources.append(common.pseudo_random(w.get("write_size", 8 << 20)))
-        else:
-            sources.append(None)
+    sources = common.sources(spec)
 
     def start(w, src, key):
         path = f"/{bucket}/{key}"
@@ -79,7 +73,6 @@ def main():
             return client.make_request(type=S3RequestType.GET_OBJECT, request=req, recv_filepath="/dev/null")
         headers = [("Host", host), ("Content-Type", "application/octet-stream")]
         if w["op"] == "put" and w.get("source", "memory") == "file":
-            import os
             headers.append(("Content-Length", str(os.path.getsize(w["file"]))))
             req = HttpRequest("PUT", path, HttpHeaders(headers))
             return client.make_request(type=S3RequestType.PUT_OBJECT, request=req, send_filepath=w["file"])
@@ -92,7 +85,6 @@ def main():
 
     def size_of(w):
         if w["op"] == "put" and w.get("source", "memory") == "file":
-            import os
             return os.path.getsize(w["file"])
         return w["size"]
 

@@ -83,14 +83,7 @@ async def main():
         n = sum(await asyncio.gather(*[one(k) for k in w["keys"]]))
         return {"name": w["name"], "bytes": n, "objects": len(w["keys"]), "seconds": clock.elapsed()}
 
-    sources = []
-    for w in spec["workloads"]:
-        if w["op"] == "put" and w.get("source", "memory") == "memory":
-            sources.append(common.pseudo_random(w["size"]))
-        elif w["op"] == "stream-put":
-            sources.append(common.pseudo_random(w.get("write_size", 8 << 20)))
-        else:
-            sources.append(None)
+    sources = common.sources(spec)
     clock = common.Clock()
     done = await asyncio.gather(*[run(w, src, clock) for w, src in zip(spec["workloads"], sources)])
     clock.report("obstore", list(done))

@@ -11,7 +11,6 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 use crate::config::ClientConfig;
 use crate::download::{self, stream::GetStream, Delivery};
 use crate::error::{Error, ErrorKind, Operation, Result};
-use crate::http::{Connector, HttpClient, Lanes};
 use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::s3::S3;
 use crate::scheduler::Scheduler;
@@ -78,12 +77,7 @@ impl Client {
 
     fn build(config: ClientConfig, handle: Handle, runtime: Option<Runtime>) -> Result<Client> {
         let metrics = Arc::new(Metrics::default());
-        let t = &config.timeouts;
-        let connector =
-            Connector::new(t.connect, t.tls_handshake, config.tcp_recv_buffer_bytes, config.tcp_send_buffer_bytes);
-        let lanes = Lanes::new(&config.network_interfaces, &config.bind_addresses);
-        let http = HttpClient::new(connector, lanes, t, metrics.clone());
-        let s3 = S3::new(&config, http, S3::new_signer(&config)?, metrics.clone());
+        let s3 = S3::from_config(&config, metrics.clone())?;
         let scheduler = Scheduler::new(config.max_connections, config.memory_limit_bytes);
         let shared = Arc::new(Shared { s3, scheduler, config, handle, metrics, part_latency: Default::default() });
         Ok(Client { inner: Arc::new(ClientInner { shared, runtime }) })

@@ -10,8 +10,6 @@ use crate::buffer_pool::BufferPool;
 use crate::checksum::ChecksumAlgorithm;
 use crate::config::ClientConfig;
 use crate::error::Operation;
-use crate::http::{connector::Connector, lanes::Lanes, HttpClient};
-use crate::metrics::Metrics;
 use crate::s3::{S3Request, S3};
 
 /// Builds and signs requests exactly as a transfer does, without sending them.
@@ -23,11 +21,7 @@ pub struct RequestFactory {
 impl RequestFactory {
     /// A factory with `config`'s endpoint, credentials, region and checksum settings.
     pub fn new(config: &ClientConfig) -> crate::Result<Self> {
-        let metrics = std::sync::Arc::new(Metrics::default());
-        let t = &config.timeouts;
-        let connector = Connector::new(t.connect, t.tls_handshake, None, None);
-        let http = HttpClient::new(connector, Lanes::new(&[], &[]), t, metrics.clone());
-        Ok(RequestFactory { s3: S3::new(config, http, S3::new_signer(config)?, metrics) })
+        Ok(RequestFactory { s3: S3::from_config(config, Default::default())? })
     }
 
     /// The ranged GetObject of one part, signed; returns the number of headers (so the work

@@ -25,10 +25,10 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
-use crate::checksum::{ChecksumUpload, Crc};
+use crate::checksum::{ChecksumAlgorithm, ChecksumUpload, Crc};
 use crate::config::{Addressing, Checksums, ClientConfig, Endpoint, PayloadSigning};
 use crate::error::{Error, ErrorKind, Operation};
-use crate::http::{Authority, Body, HttpClient, RequestBody};
+use crate::http::{Authority, Body, Connector, HttpClient, Lanes, RequestBody};
 use crate::metrics::Metrics;
 use crate::retry::{Retry, RetryPolicy};
 use sign::{Payload, Signer};
@@ -125,18 +125,29 @@ impl S3 {
         }
     }
 
+    /// The S3 layer for `config` with its own connection pool (connector and NIC lanes from
+    /// the config) and signer: what a client runs on, and what the micro-benchmarks build.
+    pub(crate) fn from_config(config: &ClientConfig, metrics: Arc<Metrics>) -> Result<Self, Error> {
+        let t = &config.timeouts;
+        let connector =
+            Connector::new(t.connect, t.tls_handshake, config.tcp_recv_buffer_bytes, config.tcp_send_buffer_bytes);
+        let lanes = Lanes::new(&config.network_interfaces, &config.bind_addresses);
+        let http = HttpClient::new(connector, lanes, t, metrics.clone());
+        Ok(S3::new(config, http, S3::new_signer(config)?, metrics))
+    }
+
     pub(crate) fn new_signer(config: &ClientConfig) -> Result<Signer, Error> {
         Ok(Signer::new(config.credentials.resolve()?, config.region.clone()))
     }
 
     /// The algorithm of the checksum uploads carry, or `None` when they carry none.
-    pub(crate) fn upload_checksum_algorithm(&self) -> Option<crate::checksum::ChecksumAlgorithm> {
+    pub(crate) fn upload_checksum_algorithm(&self) -> Option<ChecksumAlgorithm> {
         (self.checksums.upload != ChecksumUpload::None).then_some(self.checksums.algorithm)
     }
 
     /// The checksum to send with an upload body, or `None` when uploads carry none.
     pub(crate) fn upload_checksum(&self, body: &[u8]) -> Option<Crc> {
-        (self.checksums.upload != ChecksumUpload::None).then(|| self.checksums.algorithm.checksum(body))
+        self.upload_checksum_algorithm().map(|a| a.checksum(body))
     }
 
     fn path_style(&self, bucket: &str) -> bool {

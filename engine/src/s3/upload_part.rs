@@ -29,10 +29,8 @@ impl S3 {
         precomputed: Option<Crc>,
     ) -> Result<UploadedPart, Error> {
         let op = Operation::UploadPart;
-        let checksum = match precomputed {
-            Some(crc) if self.upload_checksum_algorithm() == Some(crc.algorithm) => Some(crc),
-            _ => self.upload_checksum(&body),
-        };
+        debug_assert!(precomputed.is_none_or(|c| Some(c.algorithm) == self.upload_checksum_algorithm()));
+        let checksum = precomputed.or_else(|| self.upload_checksum(&body));
         let req = S3Request::new(op, Method::PUT, bucket, Some(key))
             .query("partNumber", part_number.to_string())
             .query("uploadId", upload_id)

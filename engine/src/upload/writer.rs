@@ -66,18 +66,14 @@ impl Upload {
     /// Waits while every connection is busy (backpressure).
     pub async fn write_bytes(&mut self, mut data: Bytes) -> Result<()> {
         while !data.is_empty() {
-            if self.held.is_some() || (!self.buf.is_empty() && self.buf.len() == self.current_part_size() as usize) {
-                // More bytes are coming, so what is held is not the whole object.
-                self.flush_part().await?;
-            }
+            self.flush_before_more().await?;
             let part_size = self.current_part_size() as usize;
             if self.buf.is_empty() && data.len() >= part_size {
                 self.held = Some(data.split_to(part_size));
                 self.written += part_size as u64;
                 continue;
             }
-            let n = if self.buf.is_empty() { part_size } else { part_size - self.buf.len() };
-            let piece = data.split_to(n.min(data.len()));
+            let piece = data.split_to((part_size - self.buf.len()).min(data.len()));
             self.write(&piece).await?;
         }
         Ok(())
@@ -86,12 +82,8 @@ impl Upload {
     /// Appends a copy of `data`. Waits when the memory budget is exhausted (backpressure).
     pub async fn write(&mut self, mut data: &[u8]) -> Result<()> {
         while !data.is_empty() {
+            self.flush_before_more().await?;
             let part_size = self.current_part_size() as usize;
-            if self.held.is_some() || self.buf.len() == part_size {
-                // Only now, with more bytes coming, is the full buffer known not to be the
-                // whole object: a stream of exactly one part stays a single PutObject.
-                self.flush_part().await?;
-            }
             if self.buf_permit.is_none() {
                 self.buf_permit = Some(self.shared.scheduler.memory.reserve(part_size as u64).await);
                 self.buf = self.shared.scheduler.memory.take(part_size);
@@ -104,6 +96,16 @@ impl Upload {
             }
             self.written += n as u64;
             data = &data[n..];
+        }
+        Ok(())
+    }
+
+    /// Flushes a held or full part, called when more bytes are about to be added. Only then
+    /// is that part known not to be the whole object: a stream of exactly one part stays a
+    /// single PutObject.
+    async fn flush_before_more(&mut self) -> Result<()> {
+        if self.held.is_some() || self.buf.len() == self.current_part_size() as usize {
+            self.flush_part().await?;
         }
         Ok(())
     }
@@ -125,12 +127,9 @@ impl Upload {
         let slot = self.shared.scheduler.slot().await;
         let mp = self.multipart.as_mut().expect("created above");
         mp.reap()?;
+        // Caller-owned bytes are hashed by the part upload; copied ones were hashed on the way in.
         let (body, crc) = match self.held.take() {
-            // Caller-owned bytes: hashed here (the caller just wrote them, likely in cache).
-            Some(held) => {
-                let crc = self.shared.s3.upload_checksum_algorithm().map(|a| a.checksum(&held));
-                (held, crc)
-            }
+            Some(held) => (held, None),
             None => (Bytes::from(std::mem::take(&mut self.buf)), self.hasher.take().map(|h| h.finish())),
         };
         let len = body.len() as u64;
