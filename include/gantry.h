@@ -4,13 +4,33 @@
  *
  * THREADING
  *   A gantry_client is safe to share across threads: any number of threads may call functions
- *   on one client at once. Blocking calls run on the calling thread until the transfer ends;
+ *   on one client at once. Blocking calls sleep on the calling thread until the transfer ends;
  *   the network work itself runs on the client's own worker threads (started by
  *   gantry_client_new, never at library load time).
- *   A gantry_upload is not thread-safe: serialize calls on one upload.
+ *   A gantry_upload is not thread-safe: serialize calls on one upload; the exception is
+ *   gantry_upload_cancel, which any thread may call at any time.
+ *   A gantry_request is thread-safe: wait, cancel, size and open_window from any thread.
  *   gantry_config and gantry_error objects are plain values: not thread-safe, serialize.
  *
- * CALLBACKS (gantry_get_async)
+ * ASYNCHRONOUS CALLS (*_start, ABI 0.2)
+ *   gantry_get_into_start, gantry_get_range_into_start, gantry_get_to_file_start,
+ *   gantry_put_buffer_start, gantry_put_file_start, gantry_head_object_start,
+ *   gantry_delete_object_start and gantry_get_stream_start return a gantry_request at once.
+ *   The request runs as a task on the client's worker threads (no thread per request). Its
+ *   done callback runs exactly once, last, on a worker thread; a stream's chunk callbacks run
+ *   there too, one at a time, in object order. Callbacks on worker threads must return
+ *   quickly: blocking gantry calls made from them fail with GANTRY_RESULT_INVALID_STATE. From
+ *   them you may start requests, cancel, open a window, retain and release chunks, and read
+ *   metrics; never wait on or free the request itself. Caller memory given to a request (the
+ *   buffer of get_into/put_buffer) is in use until the request ended: done was called or
+ *   wait returned. A cancelled request touches it no more once it ended. Every blocking data
+ *   call is its *_start twin plus a wait.
+ *   Stream read window: gantry_get_stream_start hands at most initial_window bytes to the
+ *   chunk callback, then waits for gantry_request_open_window; memory stays bounded by the
+ *   client's read_window setting meanwhile. Chunks are lent for the callback, or kept without
+ *   a copy with gantry_chunk_retain until gantry_chunk_release.
+ *
+ * CALLBACKS (gantry_get_async, ABI 0.1)
  *   Both callbacks of one request run on that request's own thread ("gantry-request"), one at
  *   a time, body chunks strictly in object order, done exactly once and last. Data passed to the
  *   body callback is lent: valid only during the call. A slow body callback slows the download
@@ -53,7 +73,7 @@
 /*
  Minor version: grows when functions or result codes are added (compatible).
  */
-#define GANTRY_VERSION_MINOR 1
+#define GANTRY_VERSION_MINOR 2
 
 /*
  Patch version: fixes only.
@@ -149,6 +169,14 @@ typedef enum {
 } gantry_result;
 
 /*
+ A piece of a downloaded object in the engine's network buffer. Lent to a chunk callback;
+ `gantry_chunk_retain` makes an owned reference the caller releases with
+ `gantry_chunk_release`, from any thread. Retained chunks hold their memory: open the read
+ window only as far as you are willing to hold.
+ */
+typedef struct gantry_chunk gantry_chunk;
+
+/*
  A client: connection pool, memory budget and worker threads. Safe to share across
  threads. Create with `gantry_client_new`, free with `gantry_client_free`.
  */
@@ -174,14 +202,16 @@ typedef struct gantry_error gantry_error;
 typedef struct gantry_list_page gantry_list_page;
 
 /*
- An asynchronous request. Create with `gantry_get_async`; free with `gantry_request_free`.
- `gantry_request_wait` and `gantry_request_cancel` may be called from any thread, several
- times, also after the request ended.
+ An asynchronous request. Made by `gantry_get_async` and the `*_start` calls; free it with
+ `gantry_request_free`. `gantry_request_wait`, `gantry_request_cancel`,
+ `gantry_request_size` and `gantry_request_open_window` may be called from any thread,
+ several times, also after the request ended.
  */
 typedef struct gantry_request gantry_request;
 
 /*
- A streaming upload of unknown length (checkpoints). Not thread-safe: serialize calls.
+ A streaming upload of unknown length (checkpoints). Not thread-safe: serialize calls,
+ except `gantry_upload_cancel`, which any thread may call at any time.
  End it with `gantry_upload_complete` or `gantry_upload_abort`, then free it with
  `gantry_upload_free`; freeing an upload that was neither completed nor aborted aborts it
  (no multipart parts are left on the server).
@@ -219,6 +249,144 @@ typedef struct {
 } gantry_metrics;
 
 /*
+ Every client counter (all since the client was created). Set `struct_size` to
+ `sizeof(gantry_metrics_ex)` before the call: the library fills the fields that fit in
+ that size and writes back the size it filled, so a program built against an older header
+ keeps working with a newer library (new counters are only ever appended).
+ */
+typedef struct {
+  /*
+   In: the size of the caller's struct. Out: the bytes the library filled.
+   */
+  uint64_t struct_size;
+  /*
+   Body bytes received (including attempts that later failed).
+   */
+  uint64_t bytes_downloaded;
+  /*
+   Body bytes sent (including attempts that later failed).
+   */
+  uint64_t bytes_uploaded;
+  /*
+   HTTP requests sent, retries included.
+   */
+  uint64_t requests;
+  /*
+   Requests that were retries.
+   */
+  uint64_t retries;
+  /*
+   TCP connections opened.
+   */
+  uint64_t connections_opened;
+  /*
+   Request attempts that failed (retried or not).
+   */
+  uint64_t errors;
+  /*
+   Attempts that failed on a timeout (first byte, idle, throughput floor, deadline).
+   */
+  uint64_t timeouts;
+  /*
+   Responses that failed their checksum, and uploads the server rejected with BadDigest.
+   */
+  uint64_t checksum_failures;
+  /*
+   Download responses checked against the server's checksum that matched.
+   */
+  uint64_t checksums_verified;
+  /*
+   Retries after throttling (503 SlowDown, 429).
+   */
+  uint64_t retries_throttled;
+  /*
+   Retries after 5xx server errors.
+   */
+  uint64_t retries_server_error;
+  /*
+   Retries after connect, DNS or TLS failures.
+   */
+  uint64_t retries_connect;
+  /*
+   Retries after connections reset or closed mid-request.
+   */
+  uint64_t retries_transport;
+  /*
+   Retries after timeouts (ours, or S3's RequestTimeout).
+   */
+  uint64_t retries_timeout;
+  /*
+   Retries after truncated bodies or protocol violations.
+   */
+  uint64_t retries_protocol;
+  /*
+   Retries after checksum mismatches.
+   */
+  uint64_t retries_checksum;
+  /*
+   Retries refused because the client-wide retry budget was empty.
+   */
+  uint64_t retry_budget_exhausted;
+  /*
+   Duplicate (hedge) requests sent for slow parts.
+   */
+  uint64_t hedges_sent;
+  /*
+   Hedges that delivered their part first.
+   */
+  uint64_t hedges_won;
+  /*
+   Bytes of the memory budget reserved now.
+   */
+  uint64_t memory_in_use_bytes;
+  /*
+   The most bytes of the memory budget ever reserved at once.
+   */
+  uint64_t memory_peak_bytes;
+  /*
+   Lanes (NICs or source addresses; 1 for the OS default): indexes for
+   `gantry_client_lane_metrics`.
+   */
+  uint64_t lane_count;
+} gantry_metrics_ex;
+
+/*
+ Counters of one lane (a NIC or source address the client binds to).
+ */
+typedef struct {
+  /*
+   In: the size of the caller's struct. Out: the bytes the library filled.
+   */
+  uint64_t struct_size;
+  /*
+   Interface name, source address, or "default"; NUL-terminated, cut to 63 bytes.
+   */
+  char name[64];
+  /*
+   Body bytes received on this lane's connections.
+   */
+  uint64_t bytes_downloaded;
+  /*
+   Body bytes sent on this lane's connections.
+   */
+  uint64_t bytes_uploaded;
+  /*
+   Connections opened from this lane.
+   */
+  uint64_t connections_opened;
+  /*
+   Failed connect attempts from this lane.
+   */
+  uint64_t connect_errors;
+} gantry_lane_metrics;
+
+/*
+ Called exactly once when the request ends, with its result and, on failure, the error
+ (lent for the call; do not free it). Called before `gantry_request_wait` returns.
+ */
+typedef void (*gantry_done_fn)(void *user_data, gantry_result result, const gantry_error *err);
+
+/*
  Receives the object's bytes in order. `data` is lent for the duration of the call only
  (it points into the engine's network buffer: copy what you keep). `offset` is the position
  of `data[0]` in the object. Return 0 to continue, non-zero to cancel the request.
@@ -226,10 +394,24 @@ typedef struct {
 typedef int32_t (*gantry_body_fn)(void *user_data, const uint8_t *data, size_t len, uint64_t offset);
 
 /*
- Called exactly once when the request ends, with its result and, on failure, the error
- (lent for the call; do not free it). Called before `gantry_request_wait` returns.
+ Receives a stream's bytes in order (`gantry_get_stream_start`). `data`/`len` are lent until
+ the call returns, unless the callback keeps them with `gantry_chunk_retain(chunk)`: then
+ they stay valid until `gantry_chunk_release`. `offset` is the position of `data[0]` in the
+ object. Runs on a client worker thread: return quickly, never block. Return 0 to continue,
+ non-zero to cancel the request.
  */
-typedef void (*gantry_done_fn)(void *user_data, gantry_result result, const gantry_error *err);
+typedef int32_t (*gantry_chunk_fn)(void *user_data,
+                                   const uint8_t *data,
+                                   size_t len,
+                                   uint64_t offset,
+                                   const gantry_chunk *chunk);
+
+/*
+ Gives back memory lent to `gantry_upload_write_owned`: `data` is the pointer that was
+ passed in. Called exactly once per call, on any thread (often a worker, possibly before
+ the write call returned); it must not block.
+ */
+typedef void (*gantry_release_fn)(void *user_data, const uint8_t *data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -425,26 +607,32 @@ gantry_result gantry_client_metrics(const gantry_client *client,
                                     gantry_error **out_err);
 
 /*
- Starts downloading bucket/key in order, calling `body` for each chunk and `done` at the
- end, on the request's own thread. Both callbacks may be NULL. Do not call blocking gantry
- functions on the same client from the callbacks, and never free the request from them.
+ Writes every client counter to `*out` (see `gantry_metrics_ex` for `struct_size`). Cheap;
+ safe from any thread, callbacks included.
 
  # Safety
- `client` is live and outlives the request; strings are NUL-terminated; `user_data` stays
- valid until `done` was called (or `gantry_request_free` returned).
+ `client` is live; `out` points to `out->struct_size` writable bytes.
  */
-gantry_result gantry_get_async(const gantry_client *client,
-                               const char *bucket,
-                               const char *key,
-                               gantry_body_fn body,
-                               gantry_done_fn done,
-                               void *user_data,
-                               gantry_request **out_request,
-                               gantry_error **out_err);
+gantry_result gantry_client_metrics_ex(const gantry_client *client,
+                                       gantry_metrics_ex *out,
+                                       gantry_error **out_err);
+
+/*
+ Writes the counters of lane `index` (< `lane_count`) to `*out` (set `struct_size` first).
+ GANTRY_RESULT_INVALID_ARGUMENT for an index out of range.
+
+ # Safety
+ `client` is live; `out` points to `out->struct_size` writable bytes.
+ */
+gantry_result gantry_client_lane_metrics(const gantry_client *client,
+                                         uint64_t index,
+                                         gantry_lane_metrics *out,
+                                         gantry_error **out_err);
 
 /*
  Blocks until the request ends; returns its result (and error, if `out_err` is not NULL).
- The done callback has returned by then. Not allowed from the request's own callbacks.
+ The done callback has returned by then. Not allowed from the request's own callbacks (nor
+ from any callback of a `*_start` request: GANTRY_RESULT_INVALID_STATE).
 
  # Safety
  `request` is live.
@@ -462,6 +650,30 @@ gantry_result gantry_request_wait(const gantry_request *request, gantry_error **
 gantry_result gantry_request_cancel(const gantry_request *request);
 
 /*
+ The size result of a request that ended successfully: the object's size for
+ `gantry_get_into_start`, `gantry_get_to_file_start` and `gantry_head_object_start`; the
+ bytes written for `gantry_get_range_into_start`; the bytes sent for the put calls; the
+ bytes delivered for streams (`gantry_get_async`, `gantry_get_stream_start`); 0 otherwise.
+ GANTRY_RESULT_INVALID_STATE while the request runs.
+
+ # Safety
+ `request` is live; `out_size` is writable.
+ */
+gantry_result gantry_request_size(const gantry_request *request,
+                                  uint64_t *out_size,
+                                  gantry_error **out_err);
+
+/*
+ Lets a stream started by `gantry_get_stream_start` hand `bytes` more to its chunk callback
+ (the read window the caller opens, as it consumes). Safe from any thread, including the
+ chunk callback; harmless after the request ended and on a stream whose window is unlimited.
+
+ # Safety
+ `request` is live.
+ */
+gantry_result gantry_request_open_window(const gantry_request *request, uint64_t bytes);
+
+/*
  Cancels the request if it is still running, waits for it to end (its done callback has
  returned), and frees it. NULL is allowed. Never call it from the request's callbacks.
 
@@ -469,6 +681,197 @@ gantry_result gantry_request_cancel(const gantry_request *request);
  `request` is NULL or a request not yet freed.
  */
 void gantry_request_free(gantry_request *request);
+
+/*
+ Starts downloading bucket/key into `buf` (`buf_len` bytes) with parallel ranged GETs; the
+ request's size is the object's size. A buffer smaller than the object fails with
+ GANTRY_RESULT_INVALID_ARGUMENT before any byte is written. `buf` must stay valid and
+ untouched by the caller until the request ended (done was called, or wait returned); a
+ cancelled request writes nothing more once it ended. `done` runs on a worker thread.
+
+ # Safety
+ `client` is live and outlives the request; strings are NUL-terminated; `buf` points to
+ `buf_len` writable bytes (may be NULL when `buf_len` is 0); `user_data` as for
+ `gantry_get_stream_start`.
+ */
+gantry_result gantry_get_into_start(const gantry_client *client,
+                                    const char *bucket,
+                                    const char *key,
+                                    uint8_t *buf,
+                                    size_t buf_len,
+                                    gantry_done_fn done,
+                                    void *user_data,
+                                    gantry_request **out_request,
+                                    gantry_error **out_err);
+
+/*
+ Starts downloading `length` bytes of bucket/key from `offset` into `buf` (`buf_len` >=
+ `length`); the request's size is the bytes written (a range past the end of the object is
+ cut there; one starting at or past the end fails with HTTP 416, "InvalidRange"). `buf` is
+ lent as for `gantry_get_into_start`.
+
+ # Safety
+ As for `gantry_get_into_start`; `buf` is not NULL.
+ */
+gantry_result gantry_get_range_into_start(const gantry_client *client,
+                                          const char *bucket,
+                                          const char *key,
+                                          uint64_t offset,
+                                          uint64_t length,
+                                          uint8_t *buf,
+                                          size_t buf_len,
+                                          gantry_done_fn done,
+                                          void *user_data,
+                                          gantry_request **out_request,
+                                          gantry_error **out_err);
+
+/*
+ Starts downloading bucket/key into the file at `path` (a temporary file in the same
+ directory, renamed over `path` only on success); the request's size is the object's size.
+
+ # Safety
+ `client` is live and outlives the request; strings are NUL-terminated (copied).
+ */
+gantry_result gantry_get_to_file_start(const gantry_client *client,
+                                       const char *bucket,
+                                       const char *key,
+                                       const char *path,
+                                       gantry_done_fn done,
+                                       void *user_data,
+                                       gantry_request **out_request,
+                                       gantry_error **out_err);
+
+/*
+ Starts uploading `len` bytes at `data` as bucket/key (PutObject, or multipart above the
+ threshold) without copying them. `data` must stay valid and unchanged until the request
+ ended; it ends only once the library holds no reference to it (also after a failure or a
+ cancel). The request's size is the bytes sent.
+
+ # Safety
+ `client` is live and outlives the request; strings are NUL-terminated; `data` points to
+ `len` readable bytes (may be NULL when `len` is 0) that nobody writes until the end.
+ */
+gantry_result gantry_put_buffer_start(const gantry_client *client,
+                                      const char *bucket,
+                                      const char *key,
+                                      const uint8_t *data,
+                                      size_t len,
+                                      gantry_done_fn done,
+                                      void *user_data,
+                                      gantry_request **out_request,
+                                      gantry_error **out_err);
+
+/*
+ Starts uploading the file at `path` as bucket/key, reading parts in parallel; the
+ request's size is the bytes sent.
+
+ # Safety
+ `client` is live and outlives the request; strings are NUL-terminated (copied).
+ */
+gantry_result gantry_put_file_start(const gantry_client *client,
+                                    const char *bucket,
+                                    const char *key,
+                                    const char *path,
+                                    gantry_done_fn done,
+                                    void *user_data,
+                                    gantry_request **out_request,
+                                    gantry_error **out_err);
+
+/*
+ Starts a HeadObject; the request's size is the object's size.
+
+ # Safety
+ `client` is live and outlives the request; strings are NUL-terminated (copied).
+ */
+gantry_result gantry_head_object_start(const gantry_client *client,
+                                       const char *bucket,
+                                       const char *key,
+                                       gantry_done_fn done,
+                                       void *user_data,
+                                       gantry_request **out_request,
+                                       gantry_error **out_err);
+
+/*
+ Starts a DeleteObject (size 0).
+
+ # Safety
+ `client` is live and outlives the request; strings are NUL-terminated (copied).
+ */
+gantry_result gantry_delete_object_start(const gantry_client *client,
+                                         const char *bucket,
+                                         const char *key,
+                                         gantry_done_fn done,
+                                         void *user_data,
+                                         gantry_request **out_request,
+                                         gantry_error **out_err);
+
+/*
+ Makes an owned reference to a lent chunk: its bytes (the `data` pointer the callback got)
+ stay valid until `gantry_chunk_release`. Returns NULL when `chunk` is NULL. No copy.
+
+ # Safety
+ `chunk` is NULL or the chunk lent to a running chunk callback (or a retained chunk).
+ */
+gantry_chunk *gantry_chunk_retain(const gantry_chunk *chunk);
+
+/*
+ Releases a retained chunk (NULL is allowed). Any thread; never on a lent chunk.
+
+ # Safety
+ `chunk` is NULL or came from `gantry_chunk_retain` and was not released yet.
+ */
+void gantry_chunk_release(gantry_chunk *chunk);
+
+/*
+ Starts downloading bucket/key in order, calling `body` for each chunk and `done` at the
+ end, on the request's own thread. Both callbacks may be NULL. Do not call blocking gantry
+ functions on the same client from the callbacks, and never free the request from them.
+ The callbacks may block: the download then waits (the client's `read_window` bounds what
+ is buffered meanwhile). For many concurrent streams prefer `gantry_get_stream_start`,
+ which costs no thread.
+
+ # Safety
+ `client` is live and outlives the request; strings are NUL-terminated; `user_data` stays
+ valid until `done` was called (or `gantry_request_free` returned).
+ */
+gantry_result gantry_get_async(const gantry_client *client,
+                               const char *bucket,
+                               const char *key,
+                               gantry_body_fn body,
+                               gantry_done_fn done,
+                               void *user_data,
+                               gantry_request **out_request,
+                               gantry_error **out_err);
+
+/*
+ Starts an in-order stream of bytes `[offset, offset + length)` of bucket/key (`length`
+ UINT64_MAX: to the end of the object; a range past the end is cut there), fetched with
+ parallel ranged GETs. `chunk` receives the bytes in order and `done` ends the request; both
+ run on a client worker thread (one callback at a time, in order) and must not block or make
+ blocking gantry calls (those fail with GANTRY_RESULT_INVALID_STATE there). The request may
+ start other `*_start` requests, cancel, and open windows from its callbacks.
+
+ Read window: at most `initial_window` bytes are handed to `chunk` before the caller opens
+ more with `gantry_request_open_window` (a chunk is split at the window's edge);
+ UINT64_MAX means no window. While the window is closed no further parts are fetched beyond
+ the client's `read_window`, so memory stays bounded however slowly the caller consumes.
+ `gantry_request_size` gives the bytes delivered.
+
+ # Safety
+ `client` is live and outlives the request; strings are NUL-terminated; `user_data` stays
+ valid until `done` was called (or `gantry_request_free` returned).
+ */
+gantry_result gantry_get_stream_start(const gantry_client *client,
+                                      const char *bucket,
+                                      const char *key,
+                                      uint64_t offset,
+                                      uint64_t length,
+                                      uint64_t initial_window,
+                                      gantry_chunk_fn chunk,
+                                      gantry_done_fn done,
+                                      void *user_data,
+                                      gantry_request **out_request,
+                                      gantry_error **out_err);
 
 /*
  Downloads bucket/key into `buf` (`buf_len` bytes) with parallel ranged GETs, writing the
@@ -607,6 +1010,24 @@ gantry_result gantry_upload_write(gantry_upload *upload,
                                   gantry_error **out_err);
 
 /*
+ Appends `len` bytes at `data` without copying them (zero-copy checkpoints): whole parts are
+ sent straight from `data`, odd ends are copied into the part buffer. The memory must stay
+ valid and unchanged until `release(release_user_data, data)` is called, which happens
+ exactly once whatever the outcome, including on failure and when this call rejects its
+ arguments (release may be NULL when the caller needs no signal). Blocks like
+ `gantry_upload_write`.
+
+ # Safety
+ `upload` is live; `data` points to `len` readable bytes (may be NULL when `len` is 0).
+ */
+gantry_result gantry_upload_write_owned(gantry_upload *upload,
+                                        const uint8_t *data,
+                                        size_t len,
+                                        gantry_release_fn release,
+                                        void *release_user_data,
+                                        gantry_error **out_err);
+
+/*
  Uploads what is left and completes the object. On failure the upload is aborted. Either
  way the upload is finished: only `gantry_upload_free` is allowed afterwards.
 
@@ -624,10 +1045,22 @@ gantry_result gantry_upload_complete(gantry_upload *upload, gantry_error **out_e
 gantry_result gantry_upload_abort(gantry_upload *upload, gantry_error **out_err);
 
 /*
+ Cancels the upload from any thread, also while another thread is inside a write or
+ complete: that call (or the next) drops its work, aborts the multipart upload, and fails
+ with GANTRY_RESULT_CANCELLED; every later call but free fails the same way. Returns at
+ once; harmless after the upload ended. (The way to tie an upload to a Go context or a
+ C++ stop token.)
+
+ # Safety
+ `upload` is live (not yet freed).
+ */
+gantry_result gantry_upload_cancel(const gantry_upload *upload);
+
+/*
  Frees an upload; an unfinished one is aborted in the background. NULL is allowed.
 
  # Safety
- `upload` is NULL or an upload not yet freed.
+ `upload` is NULL or an upload not yet freed, with no call on it running.
  */
 void gantry_upload_free(gantry_upload *upload);
 

@@ -95,6 +95,13 @@ impl Client {
         TaskHandle::spawn(&self.shared().handle, op, with_deadline(self.shared().config.timeouts.operation, op, fut))
     }
 
+    /// The runtime the client's transfers run on. Bindings use it to run their own glue
+    /// tasks (completion callbacks of asynchronous C requests) next to the transfers instead
+    /// of on a thread per request.
+    pub fn runtime_handle(&self) -> &Handle {
+        &self.shared().handle
+    }
+
     /// The validated configuration.
     pub fn config(&self) -> &ClientConfig {
         &self.shared().config
@@ -186,13 +193,25 @@ impl Client {
     /// Opens `bucket/key` as an in-order stream with a bounded read window (see
     /// [`GetStream`]). Fails here, before any byte, if the object cannot be read.
     pub async fn get_stream(&self, bucket: &str, key: &str) -> Result<GetStream> {
+        self.open_stream(bucket, key, None).await
+    }
+
+    /// Opens bytes `range` of `bucket/key` as an in-order stream (the first chunk is byte
+    /// `range.start`), so a reader of one record in a large shard fetches only that record,
+    /// still with parallel parts. The range is cut at the end of the object; a range starting
+    /// at or past the end fails here with the server's 416 (`InvalidRange`).
+    pub async fn get_range_stream(&self, bucket: &str, key: &str, range: std::ops::Range<u64>) -> Result<GetStream> {
+        self.open_stream(bucket, key, Some(range)).await
+    }
+
+    async fn open_stream(&self, bucket: &str, key: &str, range: Option<std::ops::Range<u64>>) -> Result<GetStream> {
         let shared = self.shared().clone();
         let window_parts = (shared.config.read_window_bytes / shared.config.part_size_bytes).max(1) as usize;
         let (parts_tx, parts_rx) = mpsc::unbounded_channel();
         let (head_tx, head_rx) = oneshot::channel();
         let delivery = Delivery::Stream { parts: parts_tx, window: Arc::new(Semaphore::new(window_parts)) };
-        let driver =
-            self.spawn(Operation::GetObject, download::run(shared, bucket.into(), key.into(), None, delivery, head_tx));
+        let driver = self
+            .spawn(Operation::GetObject, download::run(shared, bucket.into(), key.into(), range, delivery, head_tx));
         match head_rx.await {
             Ok(info) => Ok(GetStream::new(info, parts_rx, driver)),
             Err(_) => Err(driver.await.err().unwrap_or_else(|| Error::cancelled(Operation::GetObject))),

@@ -2,7 +2,7 @@
 
 use crate::config::gantry_config;
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{run, Failure};
+use crate::guard::{may_block, run, Failure};
 
 /// A client: connection pool, memory budget and worker threads. Safe to share across
 /// threads. Create with `gantry_client_new`, free with `gantry_client_free`.
@@ -22,13 +22,23 @@ impl gantry_client {
     }
 }
 
-/// Borrows a client argument.
+/// Borrows a client argument (for calls that do not block).
+///
+/// # Safety
+/// `client` is NULL or a live client.
+pub(crate) unsafe fn async_client_arg<'a>(client: *const gantry_client) -> Result<&'a gantry::Client, Failure> {
+    // SAFETY: the caller passes NULL or a live client.
+    unsafe { client.as_ref() }.ok_or(Failure::Null("client"))?.get()
+}
+
+/// Borrows a client argument for a blocking call, which is refused on a worker thread.
 ///
 /// # Safety
 /// `client` is NULL or a live client.
 pub(crate) unsafe fn client_arg<'a>(client: *const gantry_client) -> Result<&'a gantry::Client, Failure> {
-    // SAFETY: the caller passes NULL or a live client.
-    unsafe { client.as_ref() }.ok_or(Failure::Null("client"))?.get()
+    may_block()?;
+    // SAFETY: forwarded contract.
+    unsafe { async_client_arg(client) }
 }
 
 /// Creates a client from `config` (copied; the config may be freed right after). Starts the

@@ -12,6 +12,8 @@ pub(crate) enum Failure {
     State(&'static str),
     Forked,
     Engine(gantry::Error),
+    /// An error object made elsewhere (the outcome of a request a blocking call waited for).
+    Error(gantry_error),
 }
 
 impl From<gantry::Error> for Failure {
@@ -20,22 +22,37 @@ impl From<gantry::Error> for Failure {
     }
 }
 
+impl Failure {
+    /// The error object a failure becomes at the boundary.
+    pub(crate) fn into_error(self) -> gantry_error {
+        match self {
+            Failure::Null(what) => {
+                gantry_error::simple(gantry_result::GANTRY_RESULT_NULL_PARAMETER, &format!("{what} must not be NULL"))
+            }
+            Failure::Invalid(msg) => gantry_error::simple(gantry_result::GANTRY_RESULT_INVALID_ARGUMENT, &msg),
+            Failure::State(msg) => gantry_error::simple(gantry_result::GANTRY_RESULT_INVALID_STATE, msg),
+            Failure::Forked => gantry_error::simple(
+                gantry_result::GANTRY_RESULT_FORKED,
+                "this client was created in another process (before fork()); create a new client in this process",
+            ),
+            Failure::Engine(e) => gantry_error::from_engine(&e),
+            Failure::Error(e) => e,
+        }
+    }
+}
+
+/// The error a caught panic becomes.
+pub(crate) fn panic_error() -> gantry_error {
+    gantry_error::simple(gantry_result::GANTRY_RESULT_PANIC, "gantry panicked (a bug; please report it)")
+}
+
 /// Runs `f`, mapping its failure or panic to a result code and, when `out_err` is not NULL,
 /// an error object written there.
 pub(crate) fn run(out_err: *mut *mut gantry_error, f: impl FnOnce() -> Result<(), Failure>) -> gantry_result {
     let err = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => return gantry_result::GANTRY_RESULT_OK,
-        Ok(Err(Failure::Null(what))) => {
-            gantry_error::simple(gantry_result::GANTRY_RESULT_NULL_PARAMETER, &format!("{what} must not be NULL"))
-        }
-        Ok(Err(Failure::Invalid(msg))) => gantry_error::simple(gantry_result::GANTRY_RESULT_INVALID_ARGUMENT, &msg),
-        Ok(Err(Failure::State(msg))) => gantry_error::simple(gantry_result::GANTRY_RESULT_INVALID_STATE, msg),
-        Ok(Err(Failure::Forked)) => gantry_error::simple(
-            gantry_result::GANTRY_RESULT_FORKED,
-            "this client was created in another process (before fork()); create a new client in this process",
-        ),
-        Ok(Err(Failure::Engine(e))) => gantry_error::from_engine(&e),
-        Err(_) => gantry_error::simple(gantry_result::GANTRY_RESULT_PANIC, "gantry panicked (a bug; please report it)"),
+        Ok(Err(failure)) => failure.into_error(),
+        Err(_) => panic_error(),
     };
     let code = err.result();
     if !out_err.is_null() {
@@ -43,6 +60,35 @@ pub(crate) fn run(out_err: *mut *mut gantry_error, f: impl FnOnce() -> Result<()
         unsafe { *out_err = Box::into_raw(Box::new(err)) };
     }
     code
+}
+
+thread_local! {
+    /// Set while a callback of an asynchronous request runs on a client worker thread.
+    static IN_WORKER_CALLBACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs a caller callback on a worker thread, marked so that blocking calls made from it fail
+/// (a blocked worker could starve the very transfer being waited for).
+pub(crate) fn in_worker_callback<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            IN_WORKER_CALLBACK.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(IN_WORKER_CALLBACK.with(|c| c.replace(true)));
+    f()
+}
+
+/// Fails when called from a callback on a worker thread: the check every blocking call makes.
+pub(crate) fn may_block() -> Result<(), Failure> {
+    if IN_WORKER_CALLBACK.with(|c| c.get()) {
+        return Err(Failure::State(
+            "blocking gantry calls are not allowed in callbacks of *_start requests (they run on the \
+             client's worker threads); start another request instead",
+        ));
+    }
+    Ok(())
 }
 
 /// Borrows a NUL-terminated UTF-8 string argument.

@@ -13,20 +13,26 @@ mod config;
 mod error;
 mod guard;
 mod listing;
+mod metrics;
 mod request;
+mod start;
+mod stream;
 mod transfer;
 
 pub use client::*;
 pub use config::*;
 pub use error::*;
 pub use listing::*;
+pub use metrics::*;
 pub use request::*;
+pub use start::*;
+pub use stream::*;
 pub use transfer::*;
 
 /// Major version: changes when the ABI breaks.
 pub const GANTRY_VERSION_MAJOR: u32 = 0;
 /// Minor version: grows when functions or result codes are added (compatible).
-pub const GANTRY_VERSION_MINOR: u32 = 1;
+pub const GANTRY_VERSION_MINOR: u32 = 2;
 /// Patch version: fixes only.
 pub const GANTRY_VERSION_PATCH: u32 = 0;
 

@@ -1,156 +1,233 @@
-//! Asynchronous GET with callbacks: `gantry_get_async`, `gantry_request_wait`,
-//! `gantry_request_cancel`, `gantry_request_free`.
+//! `gantry_request`: the handle of every asynchronous call (wait, cancel, size, read window,
+//! free), and the two ways a request runs.
 //!
-//! Each request runs on a thread of its own ("gantry-request"), which drives the in-order
-//! download stream and calls the callbacks: so the callbacks of one request run on one thread,
-//! in order, never concurrently, and a slow body callback slows the download (the stream's
-//! read window fills and no further parts are fetched: backpressure).
+//! - `gantry_get_async` (ABI 0.1) runs on a thread of its own that drives the in-order stream
+//!   and calls the callbacks, so its callbacks may block (that is its backpressure).
+//! - The `*_start` calls (ABI 0.2) run as tasks on the client's worker threads: no thread per
+//!   request, so thousands of small GETs cost no threads. Their callbacks run on a worker and
+//!   must not block; a stream's backpressure is the read window the caller opens instead.
 
-use std::ffi::{c_char, c_void};
+use std::ffi::c_void;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use futures::channel::oneshot;
 use futures::future::{select, Either};
 
-use crate::client::{client_arg, gantry_client};
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{run, str_arg, Failure};
-
-/// Receives the object's bytes in order. `data` is lent for the duration of the call only
-/// (it points into the engine's network buffer: copy what you keep). `offset` is the position
-/// of `data[0]` in the object. Return 0 to continue, non-zero to cancel the request.
-pub type gantry_body_fn =
-    Option<unsafe extern "C" fn(user_data: *mut c_void, data: *const u8, len: usize, offset: u64) -> i32>;
+use crate::guard::{in_worker_callback, may_block, panic_error, run, Failure};
 
 /// Called exactly once when the request ends, with its result and, on failure, the error
 /// (lent for the call; do not free it). Called before `gantry_request_wait` returns.
 pub type gantry_done_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, result: gantry_result, err: *const gantry_error)>;
 
-/// An asynchronous request. Create with `gantry_get_async`; free with `gantry_request_free`.
-/// `gantry_request_wait` and `gantry_request_cancel` may be called from any thread, several
-/// times, also after the request ended.
+/// An asynchronous request. Made by `gantry_get_async` and the `*_start` calls; free it with
+/// `gantry_request_free`. `gantry_request_wait`, `gantry_request_cancel`,
+/// `gantry_request_size` and `gantry_request_open_window` may be called from any thread,
+/// several times, also after the request ended.
 #[derive(Debug)]
 pub struct gantry_request {
-    shared: Arc<Shared>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) thread: Option<std::thread::JoinHandle<()>>,
 }
 
-#[derive(Debug, Default)]
-struct Shared {
+/// State shared by a request's handle and the code running it.
+#[derive(Debug)]
+pub(crate) struct Shared {
     outcome: Mutex<Option<(gantry_result, Option<Box<gantry_error>>)>>,
     ended: Condvar,
     cancel: Mutex<Option<oneshot::Sender<()>>>,
+    cancelled: std::sync::atomic::AtomicBool,
+    /// The request's size result (see `gantry_request_size`).
+    pub(crate) size: AtomicU64,
+    /// Bytes a stream may still hand to its chunk callback; `u64::MAX` means no limit.
+    pub(crate) window: AtomicU64,
+    /// Wakes a stream waiting for the caller to open its window.
+    pub(crate) window_opened: tokio::sync::Notify,
 }
 
-struct Callbacks {
-    body: gantry_body_fn,
-    done: gantry_done_fn,
-    user_data: *mut c_void,
-}
-
-// SAFETY: the caller promises (header docs) that user_data may be used from the request's
-// thread; the pointer itself is only passed back to the caller's callbacks.
-unsafe impl Send for Callbacks {}
-
-/// Starts downloading bucket/key in order, calling `body` for each chunk and `done` at the
-/// end, on the request's own thread. Both callbacks may be NULL. Do not call blocking gantry
-/// functions on the same client from the callbacks, and never free the request from them.
-///
-/// # Safety
-/// `client` is live and outlives the request; strings are NUL-terminated; `user_data` stays
-/// valid until `done` was called (or `gantry_request_free` returned).
-#[no_mangle]
-pub unsafe extern "C" fn gantry_get_async(
-    client: *const gantry_client,
-    bucket: *const c_char,
-    key: *const c_char,
-    body: gantry_body_fn,
-    done: gantry_done_fn,
-    user_data: *mut c_void,
-    out_request: *mut *mut gantry_request,
-    out_err: *mut *mut gantry_error,
-) -> gantry_result {
-    run(out_err, || {
-        // SAFETY: per the contract above.
-        let (client, bucket, key) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
-        if out_request.is_null() {
-            return Err(Failure::Null("out_request"));
-        }
-        let (client, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
-        let (cancel_tx, cancel_rx) = oneshot::channel();
-        let shared = Arc::new(Shared { cancel: Mutex::new(Some(cancel_tx)), ..Default::default() });
-        let callbacks = Callbacks { body, done, user_data };
-        let state = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("gantry-request".into())
-            .spawn(move || {
-                let callbacks = callbacks;
-                let result = client.block_on(drive(&client, &bucket, &key, &callbacks, cancel_rx));
-                let (code, err) = match result {
-                    Ok(()) => (gantry_result::GANTRY_RESULT_OK, None),
-                    Err(e) => {
-                        let e = Box::new(e);
-                        (e.result(), Some(e))
-                    }
-                };
-                if let Some(done) = callbacks.done {
-                    let p = err.as_deref().map_or(std::ptr::null(), |e| e as *const gantry_error);
-                    // SAFETY: the caller's callback with its own user_data; err lives until after the call.
-                    unsafe { done(callbacks.user_data, code, p) };
-                }
-                *state.outcome.lock().expect("outcome lock") = Some((code, err));
-                state.ended.notify_all();
-            })
-            .map_err(|e| Failure::Invalid(format!("cannot start the request thread: {e}")))?;
-        let request = Box::new(gantry_request { shared, thread: Some(thread) });
-        // SAFETY: checked non-NULL; the caller owns the request.
-        unsafe { *out_request = Box::into_raw(request) };
-        Ok(())
-    })
-}
-
-async fn drive(
-    client: &gantry::Client,
-    bucket: &str,
-    key: &str,
-    callbacks: &Callbacks,
-    mut cancel: oneshot::Receiver<()>,
-) -> Result<(), gantry_error> {
-    let cancelled = || gantry_error::simple(gantry_result::GANTRY_RESULT_CANCELLED, "the request was cancelled");
-    let open = std::pin::pin!(client.get_stream(bucket, key));
-    let mut stream = match select(open, &mut cancel).await {
-        Either::Left((Ok(s), _)) => s,
-        Either::Left((Err(e), _)) => return Err(gantry_error::from_engine(&e)),
-        Either::Right(_) => return Err(cancelled()),
-    };
-    let mut offset = 0u64;
-    loop {
-        // Checked before every chunk: when chunks are already buffered, `select` below would
-        // always find the chunk ready first and a cancel would never win.
-        if matches!(cancel.try_recv(), Ok(Some(())) | Err(_)) {
-            return Err(cancelled());
-        }
-        let next = std::pin::pin!(stream.next_chunk());
-        let chunk = match select(next, &mut cancel).await {
-            Either::Left((Some(Ok(chunk)), _)) => chunk,
-            Either::Left((Some(Err(e)), _)) => return Err(gantry_error::from_engine(&e)),
-            Either::Left((None, _)) => return Ok(()),
-            Either::Right(_) => return Err(cancelled()),
+impl Shared {
+    /// New shared state and the receiver that resolves when the request is cancelled.
+    pub(crate) fn new(window: u64) -> (Arc<Shared>, oneshot::Receiver<()>) {
+        let (tx, rx) = oneshot::channel();
+        let shared = Shared {
+            outcome: Mutex::new(None),
+            ended: Condvar::new(),
+            cancel: Mutex::new(Some(tx)),
+            cancelled: std::sync::atomic::AtomicBool::new(false),
+            size: AtomicU64::new(0),
+            window: AtomicU64::new(window),
+            window_opened: tokio::sync::Notify::new(),
         };
-        if let Some(body) = callbacks.body {
-            // SAFETY: the caller's callback; data is valid for the call (chunk outlives it).
-            let stop = unsafe { body(callbacks.user_data, chunk.as_ptr(), chunk.len(), offset) };
-            if stop != 0 {
-                return Err(cancelled());
-            }
+        (Arc::new(shared), rx)
+    }
+
+    /// Whether a cancel was asked for: checked before each chunk, because a stream with chunks
+    /// already buffered would otherwise keep winning over the cancel signal.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
+
+    fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+        self.window_opened.notify_one();
+        if let Some(tx) = self.cancel.lock().expect("cancel lock").take() {
+            let _ = tx.send(());
         }
-        offset += chunk.len() as u64;
+    }
+
+    fn wait(&self) -> std::sync::MutexGuard<'_, Option<(gantry_result, Option<Box<gantry_error>>)>> {
+        let mut outcome = self.outcome.lock().expect("outcome lock");
+        while outcome.is_none() {
+            outcome = self.ended.wait(outcome).expect("outcome lock");
+        }
+        outcome
     }
 }
 
+/// The error of a request that was cancelled.
+pub(crate) fn cancelled() -> gantry_error {
+    gantry_error::simple(gantry_result::GANTRY_RESULT_CANCELLED, "the request was cancelled")
+}
+
+/// The caller's `user_data`, passed back to its callbacks only.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UserData(pub(crate) *mut c_void);
+
+// SAFETY: the header makes the caller promise that user_data may be used from the threads that
+// run its callbacks; gantry itself never dereferences it.
+unsafe impl Send for UserData {}
+
+impl UserData {
+    /// The pointer (a method, so closures capture the whole `Send` wrapper, not its field).
+    pub(crate) fn get(self) -> *mut c_void {
+        self.0
+    }
+}
+
+/// Ends a request exactly once: calls `done`, then publishes the outcome. Dropped unfinished
+/// (a panic in the request's code, or the runtime shutting down because the client was freed
+/// too early), it still ends the request, so no waiter hangs.
+pub(crate) struct Completion {
+    shared: Arc<Shared>,
+    done: gantry_done_fn,
+    user_data: UserData,
+    on_worker: bool,
+    finished: bool,
+}
+
+impl Completion {
+    pub(crate) fn new(shared: Arc<Shared>, done: gantry_done_fn, user_data: UserData, on_worker: bool) -> Self {
+        Completion { shared, done, user_data, on_worker, finished: false }
+    }
+
+    pub(crate) fn finish(mut self, result: Result<(), gantry_error>) {
+        self.end(result);
+    }
+
+    fn end(&mut self, result: Result<(), gantry_error>) {
+        self.finished = true;
+        let (code, err) = match result {
+            Ok(()) => (gantry_result::GANTRY_RESULT_OK, None),
+            Err(e) => (e.result(), Some(Box::new(e))),
+        };
+        if let Some(done) = self.done {
+            let p = err.as_deref().map_or(std::ptr::null(), |e| e as *const gantry_error);
+            let user = self.user_data.get();
+            // SAFETY: the caller's callback with its own user_data; err lives until after the call.
+            let call = || unsafe { done(user, code, p) };
+            if self.on_worker {
+                // A panic cannot come from C; catch anything so the outcome is still published.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| in_worker_callback(call)));
+            } else {
+                call();
+            }
+        }
+        *self.shared.outcome.lock().expect("outcome lock") = Some((code, err));
+        self.shared.ended.notify_all();
+    }
+}
+
+impl Drop for Completion {
+    fn drop(&mut self) {
+        if !self.finished {
+            let err = if std::thread::panicking() {
+                panic_error()
+            } else {
+                gantry_error::simple(
+                    gantry_result::GANTRY_RESULT_CANCELLED,
+                    "the request was dropped because its client was freed while it ran",
+                )
+            };
+            self.end(Err(err));
+        }
+    }
+}
+
+/// Where a request's code runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Runner {
+    /// A task on the client's worker threads (the `*_start` calls).
+    Worker,
+    /// A thread of its own, whose callbacks may block (`gantry_get_async`).
+    Thread,
+}
+
+/// Starts `op` and writes its handle to `out_request`. `op` receives the shared state (to
+/// record its size) and returns the request's future plus a `released` future awaited after
+/// the first ended or was dropped by a cancel, before the request counts as ended (the loan of
+/// caller memory to in-flight parts, for uploads).
+pub(crate) fn start<F, R>(
+    client: &gantry::Client,
+    runner: Runner,
+    done: gantry_done_fn,
+    user_data: *mut c_void,
+    out_request: *mut *mut gantry_request,
+    window: u64,
+    op: impl FnOnce(Arc<Shared>) -> (F, R),
+) -> Result<(), Failure>
+where
+    F: Future<Output = Result<(), gantry_error>> + Send + 'static,
+    R: Future<Output = ()> + Send + 'static,
+{
+    if out_request.is_null() {
+        return Err(Failure::Null("out_request"));
+    }
+    let (shared, cancel) = Shared::new(window);
+    let (fut, released) = op(shared.clone());
+    let completion = Completion::new(shared.clone(), done, UserData(user_data), runner == Runner::Worker);
+    let body = async move {
+        let completion = completion;
+        let result = match select(std::pin::pin!(fut), cancel).await {
+            Either::Left((result, _)) => result,
+            Either::Right(_) => Err(cancelled()),
+        };
+        released.await;
+        completion.finish(result);
+    };
+    let thread = match runner {
+        Runner::Worker => {
+            client.runtime_handle().spawn(body);
+            None
+        }
+        Runner::Thread => Some(
+            std::thread::Builder::new()
+                .name("gantry-request".into())
+                .spawn(move || futures::executor::block_on(body))
+                .map_err(|e| Failure::Invalid(format!("cannot start the request thread: {e}")))?,
+        ),
+    };
+    let request = Box::new(gantry_request { shared, thread });
+    // SAFETY: checked non-NULL; the caller owns the request.
+    unsafe { *out_request = Box::into_raw(request) };
+    Ok(())
+}
+
 /// Blocks until the request ends; returns its result (and error, if `out_err` is not NULL).
-/// The done callback has returned by then. Not allowed from the request's own callbacks.
+/// The done callback has returned by then. Not allowed from the request's own callbacks (nor
+/// from any callback of a `*_start` request: GANTRY_RESULT_INVALID_STATE).
 ///
 /// # Safety
 /// `request` is live.
@@ -163,10 +240,10 @@ pub unsafe extern "C" fn gantry_request_wait(
     let Some(req) = (unsafe { request.as_ref() }) else {
         return run(out_err, || Err(Failure::Null("request")));
     };
-    let mut outcome = req.shared.outcome.lock().expect("outcome lock");
-    while outcome.is_none() {
-        outcome = req.shared.ended.wait(outcome).expect("outcome lock");
+    if let Err(f) = may_block() {
+        return run(out_err, || Err(f));
     }
+    let outcome = req.shared.wait();
     let (code, err) = outcome.as_ref().expect("set");
     if let (Some(e), false) = (err, out_err.is_null()) {
         // SAFETY: writable per contract; the caller owns the copy.
@@ -187,9 +264,60 @@ pub unsafe extern "C" fn gantry_request_cancel(request: *const gantry_request) -
     let Some(req) = (unsafe { request.as_ref() }) else {
         return gantry_result::GANTRY_RESULT_NULL_PARAMETER;
     };
-    if let Some(tx) = req.shared.cancel.lock().expect("cancel lock").take() {
-        let _ = tx.send(());
+    req.shared.cancel();
+    gantry_result::GANTRY_RESULT_OK
+}
+
+/// The size result of a request that ended successfully: the object's size for
+/// `gantry_get_into_start`, `gantry_get_to_file_start` and `gantry_head_object_start`; the
+/// bytes written for `gantry_get_range_into_start`; the bytes sent for the put calls; the
+/// bytes delivered for streams (`gantry_get_async`, `gantry_get_stream_start`); 0 otherwise.
+/// GANTRY_RESULT_INVALID_STATE while the request runs.
+///
+/// # Safety
+/// `request` is live; `out_size` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_request_size(
+    request: *const gantry_request,
+    out_size: *mut u64,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: the caller passes NULL or a live request.
+        let req = unsafe { request.as_ref() }.ok_or(Failure::Null("request"))?;
+        if out_size.is_null() {
+            return Err(Failure::Null("out_size"));
+        }
+        if req.shared.outcome.lock().expect("outcome lock").is_none() {
+            return Err(Failure::State("the request has not ended yet"));
+        }
+        // SAFETY: checked non-NULL.
+        unsafe { *out_size = req.shared.size.load(Ordering::Acquire) };
+        Ok(())
+    })
+}
+
+/// Lets a stream started by `gantry_get_stream_start` hand `bytes` more to its chunk callback
+/// (the read window the caller opens, as it consumes). Safe from any thread, including the
+/// chunk callback; harmless after the request ended and on a stream whose window is unlimited.
+///
+/// # Safety
+/// `request` is live.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_request_open_window(request: *const gantry_request, bytes: u64) -> gantry_result {
+    // SAFETY: the caller passes NULL or a live request.
+    let Some(req) = (unsafe { request.as_ref() }) else {
+        return gantry_result::GANTRY_RESULT_NULL_PARAMETER;
+    };
+    let mut current = req.shared.window.load(Ordering::Acquire);
+    while current != u64::MAX {
+        let next = current.saturating_add(bytes).min(u64::MAX - 1);
+        match req.shared.window.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => break,
+            Err(now) => current = now,
+        }
     }
+    req.shared.window_opened.notify_one();
     gantry_result::GANTRY_RESULT_OK
 }
 
@@ -203,11 +331,10 @@ pub unsafe extern "C" fn gantry_request_free(request: *mut gantry_request) {
     if request.is_null() {
         return;
     }
-    // SAFETY: came from Box::into_raw in gantry_get_async; freed once.
+    // SAFETY: came from Box::into_raw in a request-making call; freed once.
     let mut req = unsafe { Box::from_raw(request) };
-    if let Some(tx) = req.shared.cancel.lock().expect("cancel lock").take() {
-        let _ = tx.send(());
-    }
+    req.shared.cancel();
+    drop(req.shared.wait());
     if let Some(t) = req.thread.take() {
         let _ = t.join();
     }

@@ -1,13 +1,17 @@
 //! Blocking transfers and the streaming upload handle.
 //!
-//! Each blocking call runs on the calling thread until the transfer ends (the network work
-//! runs on the client's worker threads). Do not call them from a client callback.
+//! Each blocking data call is its `*_start` call plus a wait (one implementation): the work
+//! runs on the client's worker threads while the calling thread sleeps. Blocking calls fail
+//! with GANTRY_RESULT_INVALID_STATE in callbacks of `*_start` requests.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void};
+use std::ptr::null_mut;
+use std::sync::Arc;
 
-use crate::client::{client_arg, gantry_client};
+use crate::client::{async_client_arg, client_arg, gantry_client};
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{run, str_arg, Failure};
+use crate::guard::{may_block, run, str_arg, Failure};
+use crate::start::*;
 
 fn write_out<T>(out: *mut T, value: T) {
     if !out.is_null() {
@@ -34,16 +38,11 @@ pub unsafe extern "C" fn gantry_get_into(
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
     run(out_err, || {
-        // SAFETY: per the contract above.
-        let (client, bucket, key) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
-        let buf: &mut [u8] = match (buf.is_null(), buf_len) {
-            (_, 0) => &mut [],
-            (true, _) => return Err(Failure::Null("buf")),
-            // SAFETY: non-NULL and buf_len writable bytes per the contract.
-            (false, n) => unsafe { std::slice::from_raw_parts_mut(buf, n) },
-        };
-        let info = client.block_on(client.get_into(bucket, key, buf))?;
-        write_out(out_size, info.size);
+        // SAFETY: the arguments are forwarded under the same contract; the call waits.
+        let size = unsafe {
+            wait_for(|req, err| gantry_get_into_start(client, bucket, key, buf, buf_len, None, null_mut(), req, err))
+        }?;
+        write_out(out_size, size);
         Ok(())
     })
 }
@@ -68,16 +67,25 @@ pub unsafe extern "C" fn gantry_get_range_into(
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
     run(out_err, || {
-        // SAFETY: per the contract above.
-        let (client, bucket, key) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
-        if buf.is_null() || buf_len == 0 {
-            return Err(Failure::Null("buf"));
-        }
-        let end = offset.checked_add(length).ok_or_else(|| Failure::Invalid("offset + length overflows".into()))?;
-        // SAFETY: non-NULL and buf_len writable bytes per the contract.
-        let buf = unsafe { std::slice::from_raw_parts_mut(buf, buf_len) };
-        let info = client.block_on(client.get_range_into(bucket, key, offset..end, buf))?;
-        write_out(out_written, end.min(info.size) - offset);
+        // SAFETY: the arguments are forwarded under the same contract; the call waits.
+        let written = unsafe {
+            wait_for(|req, err| {
+                gantry_get_range_into_start(
+                    client,
+                    bucket,
+                    key,
+                    offset,
+                    length,
+                    buf,
+                    buf_len,
+                    None,
+                    null_mut(),
+                    req,
+                    err,
+                )
+            })
+        }?;
+        write_out(out_written, written);
         Ok(())
     })
 }
@@ -97,42 +105,13 @@ pub unsafe extern "C" fn gantry_get_to_file(
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
     run(out_err, || {
-        // SAFETY: per the contract above.
-        let (client, bucket, key, path) =
-            unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?, str_arg(path, "path")?) };
-        let info = client.block_on(client.download_to_file(bucket, key, path))?;
-        write_out(out_size, info.size);
+        // SAFETY: the arguments are forwarded under the same contract; the call waits.
+        let size = unsafe {
+            wait_for(|req, err| gantry_get_to_file_start(client, bucket, key, path, None, null_mut(), req, err))
+        }?;
+        write_out(out_size, size);
         Ok(())
     })
-}
-
-/// Caller memory lent to the engine without a copy. The `Bytes` built on it may be cloned into
-/// part requests; when the last clone is dropped, `Loan::drop` signals the waiting call.
-struct Loan {
-    ptr: *const u8,
-    len: usize,
-    returned: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
-}
-
-// SAFETY: the memory is the caller's and stays valid and unchanged until gantry_put_buffer
-// returns, which waits for this loan to be dropped; reading it from any thread is then fine.
-unsafe impl Send for Loan {}
-// SAFETY: as above; the loan is only read.
-unsafe impl Sync for Loan {}
-
-impl AsRef<[u8]> for Loan {
-    fn as_ref(&self) -> &[u8] {
-        // SAFETY: ptr/len describe caller memory valid for the loan's life (see Send above).
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-}
-
-impl Drop for Loan {
-    fn drop(&mut self) {
-        let (lock, cv) = &*self.returned;
-        *lock.lock().expect("loan lock") = true;
-        cv.notify_all();
-    }
 }
 
 /// Uploads `len` bytes at `data` as bucket/key (PutObject, or multipart above the threshold)
@@ -153,25 +132,10 @@ pub unsafe extern "C" fn gantry_put_buffer(
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
     run(out_err, || {
-        // SAFETY: per the contract above.
-        let (client, bucket, key) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
-        if data.is_null() && len > 0 {
-            return Err(Failure::Null("data"));
-        }
-        if len == 0 {
-            client.block_on(client.put(bucket, key, bytes::Bytes::new()))?;
-            return Ok(());
-        }
-        let returned = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
-        let body = bytes::Bytes::from_owner(Loan { ptr: data, len, returned: returned.clone() });
-        let result = client.block_on(client.put(bucket, key, body));
-        // Connection tasks of cancelled requests may drop their copy a moment later: wait.
-        let (lock, cv) = &*returned;
-        let mut done = lock.lock().expect("loan lock");
-        while !*done {
-            done = cv.wait(done).expect("loan lock");
-        }
-        result?;
+        // SAFETY: the arguments are forwarded under the same contract; the call waits.
+        unsafe {
+            wait_for(|req, err| gantry_put_buffer_start(client, bucket, key, data, len, None, null_mut(), req, err))
+        }?;
         Ok(())
     })
 }
@@ -189,10 +153,8 @@ pub unsafe extern "C" fn gantry_put_file(
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
     run(out_err, || {
-        // SAFETY: per the contract above.
-        let (client, bucket, key, path) =
-            unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?, str_arg(path, "path")?) };
-        client.block_on(client.put_file(bucket, key, path))?;
+        // SAFETY: the arguments are forwarded under the same contract; the call waits.
+        unsafe { wait_for(|req, err| gantry_put_file_start(client, bucket, key, path, None, null_mut(), req, err)) }?;
         Ok(())
     })
 }
@@ -210,10 +172,10 @@ pub unsafe extern "C" fn gantry_head_object(
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
     run(out_err, || {
-        // SAFETY: per the contract above.
-        let (client, bucket, key) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
-        let info = client.block_on(client.head_object(bucket, key))?;
-        write_out(out_size, info.size);
+        // SAFETY: the arguments are forwarded under the same contract; the call waits.
+        let size =
+            unsafe { wait_for(|req, err| gantry_head_object_start(client, bucket, key, None, null_mut(), req, err)) }?;
+        write_out(out_size, size);
         Ok(())
     })
 }
@@ -230,9 +192,8 @@ pub unsafe extern "C" fn gantry_delete_object(
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
     run(out_err, || {
-        // SAFETY: per the contract above.
-        let (client, bucket, key) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
-        client.block_on(client.delete_object(bucket, key))?;
+        // SAFETY: the arguments are forwarded under the same contract; the call waits.
+        unsafe { wait_for(|req, err| gantry_delete_object_start(client, bucket, key, None, null_mut(), req, err)) }?;
         Ok(())
     })
 }
@@ -255,14 +216,83 @@ pub unsafe extern "C" fn gantry_create_bucket(
     })
 }
 
-/// A streaming upload of unknown length (checkpoints). Not thread-safe: serialize calls.
+/// A streaming upload of unknown length (checkpoints). Not thread-safe: serialize calls,
+/// except `gantry_upload_cancel`, which any thread may call at any time.
 /// End it with `gantry_upload_complete` or `gantry_upload_abort`, then free it with
 /// `gantry_upload_free`; freeing an upload that was neither completed nor aborted aborts it
 /// (no multipart parts are left on the server).
 #[derive(Debug)]
 pub struct gantry_upload {
-    upload: Option<gantry::Upload>,
+    upload: std::sync::Mutex<Option<gantry::Upload>>,
     client: gantry::Client,
+    cancel: Arc<UploadCancel>,
+}
+
+/// The cancel signal of a streaming upload, shared with `gantry_upload_cancel`.
+#[derive(Debug, Default)]
+struct UploadCancel {
+    asked: std::sync::atomic::AtomicBool,
+    wake: tokio::sync::Notify,
+}
+
+impl UploadCancel {
+    fn is_set(&self) -> bool {
+        self.asked.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    async fn wait(&self) {
+        while !self.is_set() {
+            self.wake.notified().await;
+        }
+    }
+}
+
+fn upload_cancelled() -> Failure {
+    Failure::Error(gantry_error::simple(
+        gantry_result::GANTRY_RESULT_CANCELLED,
+        "the upload was cancelled (and aborted)",
+    ))
+}
+
+impl gantry_upload {
+    /// Runs `op` on the unfinished upload; a cancel (before or during `op`) drops `op`, aborts
+    /// the upload, and fails the call with GANTRY_RESULT_CANCELLED. `finish` takes the upload
+    /// out (complete and abort), after which every call but free fails.
+    fn drive<T>(
+        &self,
+        finish: bool,
+        op: impl for<'a> FnOnce(&'a mut Option<gantry::Upload>) -> futures::future::BoxFuture<'a, gantry::Result<T>>,
+    ) -> Result<T, Failure> {
+        may_block()?;
+        let mut slot = self.upload.lock().map_err(|_| Failure::State("the upload is poisoned by an earlier panic"))?;
+        if slot.is_none() {
+            return Err(if self.cancel.is_set() {
+                upload_cancelled()
+            } else {
+                Failure::State("the upload was already completed or aborted")
+            });
+        }
+        if !self.cancel.is_set() {
+            let outcome = self.client.block_on(async {
+                let work = std::pin::pin!(op(&mut slot));
+                match futures::future::select(work, std::pin::pin!(self.cancel.wait())).await {
+                    futures::future::Either::Left((r, _)) => Some(r),
+                    futures::future::Either::Right(_) => None,
+                }
+            });
+            if let Some(result) = outcome {
+                if finish {
+                    *slot = None;
+                }
+                return Ok(result?);
+            }
+        }
+        if let Some(upload) = slot.take() {
+            // The cancel's own abort: its failure is not the caller's news, the cancel is.
+            let _ = self.client.block_on(upload.abort());
+        }
+        Err(upload_cancelled())
+    }
 }
 
 /// Starts a streaming upload to bucket/key.
@@ -279,15 +309,29 @@ pub unsafe extern "C" fn gantry_upload_new(
 ) -> gantry_result {
     run(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let (client, bucket, key) =
+            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
         if out_upload.is_null() {
             return Err(Failure::Null("out_upload"));
         }
-        let upload = Box::new(gantry_upload { upload: Some(client.upload(bucket, key)), client: client.clone() });
+        let upload = Box::new(gantry_upload {
+            upload: std::sync::Mutex::new(Some(client.upload(bucket, key))),
+            client: client.clone(),
+            cancel: Arc::default(),
+        });
         // SAFETY: checked non-NULL; the caller owns the upload.
         unsafe { *out_upload = Box::into_raw(upload) };
         Ok(())
     })
+}
+
+/// Borrows an upload argument.
+///
+/// # Safety
+/// `upload` is NULL or a live upload.
+unsafe fn upload_arg<'a>(upload: *const gantry_upload) -> Result<&'a gantry_upload, Failure> {
+    // SAFETY: the caller passes NULL or a live upload.
+    unsafe { upload.as_ref() }.ok_or(Failure::Null("upload"))
 }
 
 /// Appends `len` bytes (copied; `data` may be reused on return). Blocks while the memory
@@ -303,36 +347,83 @@ pub unsafe extern "C" fn gantry_upload_write(
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
     run(out_err, || {
-        // SAFETY: the caller passes NULL or a live upload it does not use concurrently.
-        let up = unsafe { upload.as_mut() }.ok_or(Failure::Null("upload"))?;
+        // SAFETY: the caller passes NULL or a live upload.
+        let up = unsafe { upload_arg(upload)? };
         let data: &[u8] = match (data.is_null(), len) {
             (_, 0) => &[],
             (true, _) => return Err(Failure::Null("data")),
             // SAFETY: non-NULL and len readable bytes per the contract.
             (false, n) => unsafe { std::slice::from_raw_parts(data, n) },
         };
-        let client = &up.client;
-        let inner = up.upload.as_mut().ok_or(Failure::State("the upload was already completed or aborted"))?;
-        client.block_on(inner.write(data))?;
-        Ok(())
+        up.drive(false, |slot| Box::pin(slot.as_mut().expect("checked unfinished").write(data)))
     })
 }
 
-/// Ends an upload with `finish` (complete or abort); the upload is finished afterwards either way.
+/// Gives back memory lent to `gantry_upload_write_owned`: `data` is the pointer that was
+/// passed in. Called exactly once per call, on any thread (often a worker, possibly before
+/// the write call returned); it must not block.
+pub type gantry_release_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, data: *const u8)>;
+
+/// Caller memory handed to the upload until `release` says it is free again.
+struct Lent {
+    data: *const u8,
+    len: usize,
+    release: gantry_release_fn,
+    user_data: *mut c_void,
+}
+
+// SAFETY: the caller keeps `data` valid and unchanged until `release` is called, from any
+// thread (header contract); user_data is only handed back to `release`.
+unsafe impl Send for Lent {}
+// SAFETY: as above; the memory is only read.
+unsafe impl Sync for Lent {}
+
+impl AsRef<[u8]> for Lent {
+    fn as_ref(&self) -> &[u8] {
+        match self.len {
+            0 => &[],
+            // SAFETY: valid until release (see Send above); non-NULL checked before use.
+            n => unsafe { std::slice::from_raw_parts(self.data, n) },
+        }
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some(release) = self.release {
+            // SAFETY: the caller's callback with its own user_data and pointer.
+            unsafe { release(self.user_data, self.data) };
+        }
+    }
+}
+
+/// Appends `len` bytes at `data` without copying them (zero-copy checkpoints): whole parts are
+/// sent straight from `data`, odd ends are copied into the part buffer. The memory must stay
+/// valid and unchanged until `release(release_user_data, data)` is called, which happens
+/// exactly once whatever the outcome, including on failure and when this call rejects its
+/// arguments (release may be NULL when the caller needs no signal). Blocks like
+/// `gantry_upload_write`.
 ///
 /// # Safety
-/// `upload` is NULL or a live upload not used concurrently.
-unsafe fn end_upload(
+/// `upload` is live; `data` points to `len` readable bytes (may be NULL when `len` is 0).
+#[no_mangle]
+pub unsafe extern "C" fn gantry_upload_write_owned(
     upload: *mut gantry_upload,
+    data: *const u8,
+    len: usize,
+    release: gantry_release_fn,
+    release_user_data: *mut c_void,
     out_err: *mut *mut gantry_error,
-    finish: impl FnOnce(&gantry::Client, gantry::Upload) -> gantry::Result<()>,
 ) -> gantry_result {
-    run(out_err, || {
-        // SAFETY: the caller passes NULL or a live upload it does not use concurrently.
-        let up = unsafe { upload.as_mut() }.ok_or(Failure::Null("upload"))?;
-        let inner = up.upload.take().ok_or(Failure::State("the upload was already completed or aborted"))?;
-        finish(&up.client, inner)?;
-        Ok(())
+    let lent = Lent { data, len, release, user_data: release_user_data };
+    run(out_err, move || {
+        // SAFETY: the caller passes NULL or a live upload.
+        let up = unsafe { upload_arg(upload)? };
+        if data.is_null() && len > 0 {
+            return Err(Failure::Null("data"));
+        }
+        let bytes = bytes::Bytes::from_owner(lent);
+        up.drive(false, move |slot| Box::pin(slot.as_mut().expect("checked unfinished").write_bytes(bytes)))
     })
 }
 
@@ -346,8 +437,14 @@ pub unsafe extern "C" fn gantry_upload_complete(
     upload: *mut gantry_upload,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    // SAFETY: forwarded contract.
-    unsafe { end_upload(upload, out_err, |client, inner| client.block_on(inner.complete()).map(|_| ())) }
+    run(out_err, || {
+        // SAFETY: the caller passes NULL or a live upload.
+        let up = unsafe { upload_arg(upload)? };
+        up.drive(true, |slot| {
+            let inner = slot.take().expect("checked unfinished");
+            Box::pin(async move { inner.complete().await.map(|_| ()) })
+        })
+    })
 }
 
 /// Discards the upload (AbortMultipartUpload if parts were sent) and waits for that.
@@ -359,14 +456,36 @@ pub unsafe extern "C" fn gantry_upload_abort(
     upload: *mut gantry_upload,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    // SAFETY: forwarded contract.
-    unsafe { end_upload(upload, out_err, |client, inner| client.block_on(inner.abort())) }
+    run(out_err, || {
+        // SAFETY: the caller passes NULL or a live upload.
+        let up = unsafe { upload_arg(upload)? };
+        up.drive(true, |slot| Box::pin(slot.take().expect("checked unfinished").abort()))
+    })
+}
+
+/// Cancels the upload from any thread, also while another thread is inside a write or
+/// complete: that call (or the next) drops its work, aborts the multipart upload, and fails
+/// with GANTRY_RESULT_CANCELLED; every later call but free fails the same way. Returns at
+/// once; harmless after the upload ended. (The way to tie an upload to a Go context or a
+/// C++ stop token.)
+///
+/// # Safety
+/// `upload` is live (not yet freed).
+#[no_mangle]
+pub unsafe extern "C" fn gantry_upload_cancel(upload: *const gantry_upload) -> gantry_result {
+    // SAFETY: the caller passes NULL or a live upload.
+    let Some(up) = (unsafe { upload.as_ref() }) else {
+        return gantry_result::GANTRY_RESULT_NULL_PARAMETER;
+    };
+    up.cancel.asked.store(true, std::sync::atomic::Ordering::Release);
+    up.cancel.wake.notify_one();
+    gantry_result::GANTRY_RESULT_OK
 }
 
 /// Frees an upload; an unfinished one is aborted in the background. NULL is allowed.
 ///
 /// # Safety
-/// `upload` is NULL or an upload not yet freed.
+/// `upload` is NULL or an upload not yet freed, with no call on it running.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_upload_free(upload: *mut gantry_upload) {
     if !upload.is_null() {

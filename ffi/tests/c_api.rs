@@ -23,7 +23,18 @@ fn c_tests_pass_under_valgrind() {
     let work = tempfile::tempdir().unwrap();
     let exe = work.path().join("test_gantry");
     let status = Command::new("cc")
-        .args(["-std=c11", "-D_DEFAULT_SOURCE", "-Wall", "-Wextra", "-Werror", "-Wpedantic", "-g", "-O1", "-o"])
+        .args([
+            "-std=c11",
+            "-D_DEFAULT_SOURCE",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-Wpedantic",
+            "-g",
+            "-O1",
+            "-pthread",
+            "-o",
+        ])
         .arg(&exe)
         .arg(repo.join("ffi/tests/c/test_gantry.c"))
         .arg("-I")

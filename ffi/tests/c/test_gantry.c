@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -358,6 +361,316 @@ static void test_list_and_metrics(gantry_client *c) {
     CHECK(gantry_client_metrics(c, NULL, NULL) == GANTRY_RESULT_NULL_PARAMETER, "NULL metrics out");
 }
 
+/* ---- ABI 0.2: *_start requests, streams with a caller-opened window, owned writes,
+ * upload cancel, size-prefixed metrics ---- */
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+struct done_rec {
+    int calls;
+    gantry_result result;
+    gantry_client *client;    /* when set, done tries a blocking call (must be refused) */
+    gantry_result blocking;   /* what that call returned */
+};
+
+static void rec_done(void *user_data, gantry_result result, const gantry_error *err) {
+    struct done_rec *d = user_data;
+    (void)err;
+    if (d->client) d->blocking = gantry_head_object(d->client, "ctests", "obj-1", NULL, NULL);
+    __atomic_add_fetch(&d->calls, 1, __ATOMIC_SEQ_CST);
+    d->result = result;
+}
+
+static void test_start(gantry_client *c, const char *bucket, const char *dir) {
+    size_t len = 3 * PART + 11;
+    unsigned char *want = pattern(len, 4);
+    char key[64], path[512];
+    snprintf(key, sizeof key, "obj-%zu", len);
+    gantry_request *req = NULL;
+    uint64_t size = 0;
+
+    /* Into caller memory, on the workers. */
+    unsigned char *buf = malloc(len);
+    struct done_rec d = {0, GANTRY_RESULT_INTERNAL, NULL, GANTRY_RESULT_OK};
+    CHECK(gantry_get_into_start(c, bucket, key, buf, len, rec_done, &d, &req, NULL) == GANTRY_RESULT_OK, "get_into_start");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK, "wait get_into_start");
+    CHECK(d.calls == 1 && d.result == GANTRY_RESULT_OK, "done once (%d)", d.calls);
+    CHECK(gantry_request_size(req, &size, NULL) == GANTRY_RESULT_OK && size == len, "size %llu", (unsigned long long)size);
+    CHECK(memcmp(buf, want, len) == 0, "get_into_start bytes");
+    gantry_request_free(req);
+
+    /* A range into memory. */
+    memset(buf, 0, len);
+    CHECK(gantry_get_range_into_start(c, bucket, key, PART - 2, 5, buf, len, NULL, NULL, &req, NULL) == GANTRY_RESULT_OK, "range start");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK, "range wait");
+    gantry_request_size(req, &size, NULL);
+    CHECK(size == 5 && memcmp(buf, want + PART - 2, 5) == 0, "range bytes (%llu)", (unsigned long long)size);
+    gantry_request_free(req);
+
+    /* File down, file up, buffer up (freed right after the wait: valgrind sees any late read). */
+    snprintf(path, sizeof path, "%s/start-down", dir);
+    CHECK(gantry_get_to_file_start(c, bucket, key, path, NULL, NULL, &req, NULL) == GANTRY_RESULT_OK, "to_file start");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK, "to_file wait");
+    gantry_request_free(req);
+    CHECK(gantry_put_file_start(c, bucket, "start-file", path, NULL, NULL, &req, NULL) == GANTRY_RESULT_OK, "put_file start");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK, "put_file wait");
+    gantry_request_size(req, &size, NULL);
+    CHECK(size == len, "put_file size %llu", (unsigned long long)size);
+    gantry_request_free(req);
+    unsigned char *up = pattern(len, 9);
+    CHECK(gantry_put_buffer_start(c, bucket, "start-buf", up, len, NULL, NULL, &req, NULL) == GANTRY_RESULT_OK, "put_buffer start");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK, "put_buffer wait");
+    gantry_request_free(req);
+    CHECK(gantry_get_into(c, bucket, "start-buf", buf, len, &size, NULL) == GANTRY_RESULT_OK && memcmp(buf, up, len) == 0,
+          "put_buffer_start bytes");
+    free(up);
+    CHECK(gantry_get_into(c, bucket, "start-file", buf, len, &size, NULL) == GANTRY_RESULT_OK && memcmp(buf, want, len) == 0,
+          "file round trip bytes");
+
+    /* Head and delete, with a done callback that tries a blocking call: refused, not deadlocked. */
+    struct done_rec hd = {0, GANTRY_RESULT_INTERNAL, c, GANTRY_RESULT_OK};
+    CHECK(gantry_head_object_start(c, bucket, "start-file", rec_done, &hd, &req, NULL) == GANTRY_RESULT_OK, "head start");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK, "head wait");
+    gantry_request_size(req, &size, NULL);
+    CHECK(size == len, "head size");
+    CHECK(hd.blocking == GANTRY_RESULT_INVALID_STATE, "blocking call from a worker callback refused (%d)", hd.blocking);
+    gantry_request_free(req);
+    CHECK(gantry_delete_object_start(c, bucket, "start-file", NULL, NULL, &req, NULL) == GANTRY_RESULT_OK, "delete start");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK, "delete wait");
+    gantry_request_free(req);
+    gantry_error *err = NULL;
+    CHECK(gantry_head_object_start(c, bucket, "start-file", NULL, NULL, &req, NULL) == GANTRY_RESULT_OK, "head start 2");
+    CHECK(gantry_request_wait(req, &err) == GANTRY_RESULT_NOT_FOUND && gantry_error_http_status(err) == 404, "deleted: 404");
+    gantry_error_free(err);
+    CHECK(gantry_request_size(req, &size, NULL) == GANTRY_RESULT_OK, "size of a failed request is readable");
+    gantry_request_free(req);
+
+    /* Cancel a download into memory at once, then free the buffer right after the wait. */
+    unsigned char *victim = malloc(len);
+    struct done_rec cd = {0, GANTRY_RESULT_INTERNAL, NULL, GANTRY_RESULT_OK};
+    CHECK(gantry_get_into_start(c, bucket, key, victim, len, rec_done, &cd, &req, NULL) == GANTRY_RESULT_OK, "start victim");
+    CHECK(gantry_request_cancel(req) == GANTRY_RESULT_OK, "cancel");
+    gantry_result r = gantry_request_wait(req, NULL);
+    CHECK(r == GANTRY_RESULT_CANCELLED || r == GANTRY_RESULT_OK, "cancelled: %d", r);
+    free(victim);
+    CHECK(cd.calls == 1 && cd.result == r, "done once with the wait's result");
+    gantry_request_free(req);
+
+    /* Misuse. */
+    CHECK(gantry_get_into_start(c, bucket, key, buf, len, NULL, NULL, NULL, NULL) == GANTRY_RESULT_NULL_PARAMETER, "NULL out_request");
+    CHECK(gantry_get_into_start(NULL, bucket, key, buf, len, NULL, NULL, &req, NULL) == GANTRY_RESULT_NULL_PARAMETER, "NULL client");
+    CHECK(gantry_put_buffer_start(c, bucket, "k", NULL, 3, NULL, NULL, &req, NULL) == GANTRY_RESULT_NULL_PARAMETER, "NULL data");
+    CHECK(gantry_request_size(NULL, &size, NULL) == GANTRY_RESULT_NULL_PARAMETER, "size of NULL");
+    CHECK(gantry_request_open_window(NULL, 1) == GANTRY_RESULT_NULL_PARAMETER, "window of NULL");
+    free(buf);
+    free(want);
+}
+
+struct kept {
+    gantry_chunk *chunk;
+    const uint8_t *data;
+    size_t len;
+    uint64_t offset;
+};
+
+struct stream_sink {
+    unsigned char *buf;
+    uint64_t start, got, window_total;
+    int in_order, over_window, stop_at_first;
+    struct kept kept[8];
+    int nkept;
+    struct done_rec done;
+};
+
+static void sink_done(void *user_data, gantry_result result, const gantry_error *err) {
+    struct stream_sink *s = user_data;
+    rec_done(&s->done, result, err);
+}
+
+static int on_chunk(void *user_data, const uint8_t *data, size_t len, uint64_t offset, const gantry_chunk *chunk) {
+    struct stream_sink *s = user_data;
+    uint64_t got = __atomic_load_n(&s->got, __ATOMIC_SEQ_CST);
+    if (offset != s->start + got) s->in_order = 0;
+    memcpy(s->buf + got, data, len);
+    if (got + len > __atomic_load_n(&s->window_total, __ATOMIC_SEQ_CST)) s->over_window = 1;
+    if (s->nkept < 8) s->kept[s->nkept++] = (struct kept){gantry_chunk_retain(chunk), data, len, offset};
+    __atomic_store_n(&s->got, got + len, __ATOMIC_SEQ_CST);
+    return s->stop_at_first;
+}
+
+static int wait_for_bytes(struct stream_sink *s, uint64_t n) {
+    for (int i = 0; i < 2000 && __atomic_load_n(&s->got, __ATOMIC_SEQ_CST) < n; i++) sleep_ms(5);
+    return __atomic_load_n(&s->got, __ATOMIC_SEQ_CST) == n;
+}
+
+static void test_stream_window(gantry_client *c, const char *bucket) {
+    size_t len = 3 * PART + 11;
+    unsigned char *want = pattern(len, 4);
+    char key[64];
+    snprintf(key, sizeof key, "obj-%zu", len);
+    struct stream_sink s;
+    memset(&s, 0, sizeof s);
+    s.buf = malloc(len);
+    s.in_order = 1;
+    s.window_total = 1u << 20;
+    gantry_request *req = NULL;
+    CHECK(gantry_get_stream_start(c, bucket, key, 0, UINT64_MAX, s.window_total, on_chunk, sink_done, &s, &req, NULL) ==
+              GANTRY_RESULT_OK, "stream start");
+    uint64_t size = 0;
+    /* The window holds the stream: exactly the opened bytes arrive, then nothing. */
+    CHECK(wait_for_bytes(&s, 1u << 20), "first window delivered (%llu)", (unsigned long long)s.got);
+    sleep_ms(100);
+    CHECK(__atomic_load_n(&s.got, __ATOMIC_SEQ_CST) == (1u << 20), "nothing past the window");
+    CHECK(gantry_request_size(req, &size, NULL) == GANTRY_RESULT_INVALID_STATE, "size while running");
+    for (uint64_t opened = 1u << 20; opened < len;) {
+        uint64_t step = 3u << 20;
+        __atomic_store_n(&s.window_total, opened + step, __ATOMIC_SEQ_CST);
+        CHECK(gantry_request_open_window(req, step) == GANTRY_RESULT_OK, "open window");
+        opened += step;
+        CHECK(wait_for_bytes(&s, opened < len ? opened : len), "window to %llu", (unsigned long long)opened);
+    }
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK, "stream wait");
+    gantry_request_size(req, &size, NULL);
+    CHECK(size == len && s.got == len && s.in_order && !s.over_window && memcmp(s.buf, want, len) == 0,
+          "stream bytes: %llu of %zu, order %d, over %d", (unsigned long long)s.got, len, s.in_order, s.over_window);
+    CHECK(s.done.calls == 1 && s.done.result == GANTRY_RESULT_OK, "stream done once");
+    gantry_request_free(req);
+    /* Retained chunks outlive their callback and the request. */
+    for (int i = 0; i < s.nkept; i++) {
+        CHECK(s.kept[i].chunk != NULL && memcmp(s.kept[i].data, want + s.kept[i].offset, s.kept[i].len) == 0, "kept chunk %d", i);
+        gantry_chunk_release(s.kept[i].chunk);
+    }
+    CHECK(s.nkept > 0, "chunks were kept");
+    gantry_chunk_release(NULL);
+    CHECK(gantry_chunk_retain(NULL) == NULL, "retain NULL");
+
+    /* A range, no window limit; then a stream the chunk callback stops. */
+    free(s.buf);
+    memset(&s, 0, sizeof s);
+    s.buf = malloc(len);
+    s.in_order = 1;
+    s.start = PART - 2;
+    s.window_total = UINT64_MAX;
+    CHECK(gantry_get_stream_start(c, bucket, key, PART - 2, 10, UINT64_MAX, on_chunk, NULL, &s, &req, NULL) == GANTRY_RESULT_OK,
+          "range stream");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK, "range stream wait");
+    CHECK(s.got == 10 && s.in_order && memcmp(s.buf, want + PART - 2, 10) == 0, "range stream bytes (%llu)", (unsigned long long)s.got);
+    gantry_request_free(req);
+    for (int i = 0; i < s.nkept; i++) gantry_chunk_release(s.kept[i].chunk);
+    memset(s.buf, 0, len);
+    s.got = 0;
+    s.start = 0;
+    s.nkept = 0;
+    s.stop_at_first = 1;
+    CHECK(gantry_get_stream_start(c, bucket, key, 0, UINT64_MAX, UINT64_MAX, on_chunk, NULL, &s, &req, NULL) == GANTRY_RESULT_OK,
+          "stopped stream");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_CANCELLED, "chunk callback stops the stream");
+    CHECK(s.nkept == 1, "one chunk before the stop (%d)", s.nkept);
+    gantry_request_free(req);
+    for (int i = 0; i < s.nkept; i++) gantry_chunk_release(s.kept[i].chunk);
+    s.nkept = 0;
+
+    /* A closed window and a free: cancels, never hangs. */
+    CHECK(gantry_get_stream_start(c, bucket, key, 0, UINT64_MAX, 0, on_chunk, NULL, &s, &req, NULL) == GANTRY_RESULT_OK, "closed");
+    sleep_ms(20);
+    gantry_request_free(req);
+    for (int i = 0; i < s.nkept; i++) gantry_chunk_release(s.kept[i].chunk);
+    CHECK(gantry_get_stream_start(c, bucket, key, 0, 0, 1, on_chunk, NULL, &s, &req, NULL) == GANTRY_RESULT_INVALID_ARGUMENT, "length 0");
+    free(s.buf);
+    free(want);
+}
+
+struct releases {
+    int count;
+    const uint8_t *last;
+};
+
+static void on_release(void *user_data, const uint8_t *data) {
+    struct releases *r = user_data;
+    r->last = data;
+    __atomic_add_fetch(&r->count, 1, __ATOMIC_SEQ_CST);
+}
+
+static void *cancel_later(void *upload) {
+    sleep_ms(30);
+    gantry_upload_cancel(upload);
+    return NULL;
+}
+
+static void test_upload_owned_and_cancel(gantry_client *c, const char *bucket) {
+    size_t len = 2 * PART + 7;
+    unsigned char *data = pattern(len, 12);
+    struct releases rel = {0, NULL};
+    gantry_upload *up = NULL;
+    CHECK(gantry_upload_new(c, bucket, "owned", &up, NULL) == GANTRY_RESULT_OK, "upload_new");
+    /* One whole part (sent without a copy), then an odd remainder. */
+    CHECK(gantry_upload_write_owned(up, data, PART, on_release, &rel, NULL) == GANTRY_RESULT_OK, "owned part");
+    CHECK(gantry_upload_write_owned(up, data + PART, len - PART, on_release, &rel, NULL) == GANTRY_RESULT_OK, "owned rest");
+    CHECK(gantry_upload_complete(up, NULL) == GANTRY_RESULT_OK, "complete owned");
+    gantry_upload_free(up);
+    for (int i = 0; i < 200 && __atomic_load_n(&rel.count, __ATOMIC_SEQ_CST) < 2; i++) sleep_ms(5);
+    CHECK(rel.count == 2, "each owned write released once (%d)", rel.count);
+    unsigned char *back = malloc(len);
+    uint64_t size = 0;
+    CHECK(gantry_get_into(c, bucket, "owned", back, len, &size, NULL) == GANTRY_RESULT_OK && size == len && memcmp(back, data, len) == 0,
+          "owned upload bytes");
+    CHECK(gantry_upload_write_owned(NULL, data, 1, on_release, &rel, NULL) == GANTRY_RESULT_NULL_PARAMETER, "NULL upload");
+    CHECK(rel.count == 3 && rel.last == data, "released even when refused");
+
+    /* Cancelled before any write: the upload is aborted and every call says CANCELLED. */
+    CHECK(gantry_upload_new(c, bucket, "cancelled", &up, NULL) == GANTRY_RESULT_OK, "upload_new 2");
+    CHECK(gantry_upload_cancel(up) == GANTRY_RESULT_OK, "cancel");
+    CHECK(gantry_upload_write(up, data, 10, NULL) == GANTRY_RESULT_CANCELLED, "write after cancel");
+    CHECK(gantry_upload_complete(up, NULL) == GANTRY_RESULT_CANCELLED, "complete after cancel");
+    gantry_upload_free(up);
+    CHECK(gantry_upload_cancel(NULL) == GANTRY_RESULT_NULL_PARAMETER, "cancel NULL");
+
+    /* Cancelled from another thread while this one keeps writing. */
+    CHECK(gantry_upload_new(c, bucket, "cancelled", &up, NULL) == GANTRY_RESULT_OK, "upload_new 3");
+    pthread_t t;
+    pthread_create(&t, NULL, cancel_later, up);
+    gantry_result r = GANTRY_RESULT_OK;
+    int writes = 0;
+    for (; writes < 4000 && r == GANTRY_RESULT_OK; writes++) r = gantry_upload_write(up, data, PART, NULL);
+    pthread_join(t, NULL);
+    CHECK(r == GANTRY_RESULT_CANCELLED, "a write saw the cancel (%d after %d writes)", r, writes);
+    CHECK(gantry_upload_write(up, data, 1, NULL) == GANTRY_RESULT_CANCELLED, "and every later one");
+    gantry_upload_free(up);
+    CHECK(gantry_head_object(c, bucket, "cancelled", NULL, NULL) == GANTRY_RESULT_NOT_FOUND, "no object after a cancel");
+    free(back);
+    free(data);
+}
+
+static void test_metrics_ex(gantry_client *c) {
+    gantry_metrics_ex m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = sizeof m;
+    CHECK(gantry_client_metrics_ex(c, &m, NULL) == GANTRY_RESULT_OK, "metrics_ex");
+    CHECK(m.struct_size == sizeof m && m.requests > 20 && m.bytes_downloaded > 0 && m.lane_count >= 1,
+          "metrics_ex filled: size %llu, %llu requests", (unsigned long long)m.struct_size, (unsigned long long)m.requests);
+    CHECK(m.memory_peak_bytes > 0 && m.memory_peak_bytes <= (64u << 20), "memory peak %llu within the limit",
+          (unsigned long long)m.memory_peak_bytes);
+    /* A program built against a shorter struct: only its fields are written. */
+    memset(&m, 0xab, sizeof m);
+    m.struct_size = offsetof(gantry_metrics_ex, bytes_uploaded);
+    CHECK(gantry_client_metrics_ex(c, &m, NULL) == GANTRY_RESULT_OK, "short struct");
+    CHECK(m.struct_size == offsetof(gantry_metrics_ex, bytes_uploaded) && m.bytes_uploaded == 0xababababababababull,
+          "fields past struct_size untouched");
+    m.struct_size = 0;
+    CHECK(gantry_client_metrics_ex(c, &m, NULL) == GANTRY_RESULT_INVALID_ARGUMENT, "struct_size unset");
+    CHECK(gantry_client_metrics_ex(c, NULL, NULL) == GANTRY_RESULT_NULL_PARAMETER, "NULL out");
+    gantry_lane_metrics lane;
+    memset(&lane, 0, sizeof lane);
+    lane.struct_size = sizeof lane;
+    CHECK(gantry_client_lane_metrics(c, 0, &lane, NULL) == GANTRY_RESULT_OK, "lane 0");
+    CHECK(strcmp(lane.name, "default") == 0 && lane.bytes_downloaded > 0 && lane.connections_opened > 0, "lane 0 counters (%s)",
+          lane.name);
+    CHECK(gantry_client_lane_metrics(c, 99, &lane, NULL) == GANTRY_RESULT_INVALID_ARGUMENT, "lane out of range");
+}
+
 int main(int argc, char **argv) {
     const char *endpoint = getenv("GANTRY_TEST_ENDPOINT");
     const char *dir = argc > 1 ? argv[1] : "/tmp";
@@ -375,6 +688,10 @@ int main(int argc, char **argv) {
     test_async(c, bucket);
     test_ranges(c, bucket);
     test_list_and_metrics(c);
+    test_start(c, bucket, dir);
+    test_stream_window(c, bucket);
+    test_upload_owned_and_cancel(c, bucket);
+    test_metrics_ex(c);
     test_fork(c, bucket, endpoint);
     test_errors(c, bucket, endpoint);
     gantry_client_free(c);

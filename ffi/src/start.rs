@@ -1,0 +1,343 @@
+//! The asynchronous data-path calls (`*_start`): each returns a `gantry_request` at once and
+//! runs as a task on the client's workers; the blocking calls in `transfer.rs` are these plus
+//! a wait, so both share one implementation.
+
+use std::ffi::{c_char, c_void};
+use std::future::{ready, Future};
+use std::sync::atomic::Ordering;
+
+use futures::channel::oneshot;
+
+use crate::client::{async_client_arg, gantry_client};
+use crate::error::{gantry_error, gantry_result};
+use crate::guard::{run, str_arg, Failure};
+use crate::request::{gantry_done_fn, gantry_request, start, Runner, Shared};
+
+/// Caller memory a running request writes into or reads from.
+#[derive(Clone, Copy)]
+struct Region {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the caller keeps the region valid (and, for reads, unchanged) until the request
+// ended; the request's future, the only user, is dropped before the request counts as ended.
+unsafe impl Send for Region {}
+
+impl Region {
+    fn new(ptr: *mut u8, len: usize, what: &'static str) -> Result<Region, Failure> {
+        if ptr.is_null() && len > 0 {
+            return Err(Failure::Null(what));
+        }
+        Ok(Region { ptr, len })
+    }
+
+    /// # Safety
+    /// The region is valid and not used by anyone else while the slice lives.
+    unsafe fn slice_mut<'a>(self) -> &'a mut [u8] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: non-NULL (checked in new) and len writable bytes per the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+/// Starts `op` on the workers with no read window; `op` returns the request's size result.
+fn start_op<F>(
+    client: &gantry::Client,
+    done: gantry_done_fn,
+    user_data: *mut c_void,
+    out_request: *mut *mut gantry_request,
+    op: F,
+) -> Result<(), Failure>
+where
+    F: Future<Output = gantry::Result<u64>> + Send + 'static,
+{
+    start(client, Runner::Worker, done, user_data, out_request, u64::MAX, move |shared| {
+        (record_size(op, shared), ready(()))
+    })
+}
+
+async fn record_size(
+    op: impl Future<Output = gantry::Result<u64>>,
+    shared: std::sync::Arc<Shared>,
+) -> Result<(), gantry_error> {
+    let size = op.await.map_err(|e| gantry_error::from_engine(&e))?;
+    shared.size.store(size, Ordering::Release);
+    Ok(())
+}
+
+/// Starts downloading bucket/key into `buf` (`buf_len` bytes) with parallel ranged GETs; the
+/// request's size is the object's size. A buffer smaller than the object fails with
+/// GANTRY_RESULT_INVALID_ARGUMENT before any byte is written. `buf` must stay valid and
+/// untouched by the caller until the request ended (done was called, or wait returned); a
+/// cancelled request writes nothing more once it ended. `done` runs on a worker thread.
+///
+/// # Safety
+/// `client` is live and outlives the request; strings are NUL-terminated; `buf` points to
+/// `buf_len` writable bytes (may be NULL when `buf_len` is 0); `user_data` as for
+/// `gantry_get_stream_start`.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_get_into_start(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    buf: *mut u8,
+    buf_len: usize,
+    done: gantry_done_fn,
+    user_data: *mut c_void,
+    out_request: *mut *mut gantry_request,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: per the contract above.
+        let (client, bucket, key) =
+            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let region = Region::new(buf, buf_len, "buf")?;
+        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
+        start_op(client, done, user_data, out_request, async move {
+            let region = region;
+            // SAFETY: the caller lends the region until the request ended (contract above).
+            let buf = unsafe { region.slice_mut() };
+            Ok(c.get_into(&bucket, &key, buf).await?.size)
+        })
+    })
+}
+
+/// Starts downloading `length` bytes of bucket/key from `offset` into `buf` (`buf_len` >=
+/// `length`); the request's size is the bytes written (a range past the end of the object is
+/// cut there; one starting at or past the end fails with HTTP 416, "InvalidRange"). `buf` is
+/// lent as for `gantry_get_into_start`.
+///
+/// # Safety
+/// As for `gantry_get_into_start`; `buf` is not NULL.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_get_range_into_start(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    offset: u64,
+    length: u64,
+    buf: *mut u8,
+    buf_len: usize,
+    done: gantry_done_fn,
+    user_data: *mut c_void,
+    out_request: *mut *mut gantry_request,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: per the contract above.
+        let (client, bucket, key) =
+            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        if buf.is_null() || buf_len == 0 {
+            return Err(Failure::Null("buf"));
+        }
+        let region = Region::new(buf, buf_len, "buf")?;
+        let end = offset.checked_add(length).ok_or_else(|| Failure::Invalid("offset + length overflows".into()))?;
+        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
+        start_op(client, done, user_data, out_request, async move {
+            let region = region;
+            // SAFETY: the caller lends the region until the request ended (contract above).
+            let buf = unsafe { region.slice_mut() };
+            let info = c.get_range_into(&bucket, &key, offset..end, buf).await?;
+            Ok(end.min(info.size) - offset)
+        })
+    })
+}
+
+/// Starts downloading bucket/key into the file at `path` (a temporary file in the same
+/// directory, renamed over `path` only on success); the request's size is the object's size.
+///
+/// # Safety
+/// `client` is live and outlives the request; strings are NUL-terminated (copied).
+#[no_mangle]
+pub unsafe extern "C" fn gantry_get_to_file_start(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    path: *const c_char,
+    done: gantry_done_fn,
+    user_data: *mut c_void,
+    out_request: *mut *mut gantry_request,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: per the contract above.
+        let (client, bucket, key, path) = unsafe {
+            (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?, str_arg(path, "path")?)
+        };
+        let (c, bucket, key, path) = (client.clone(), bucket.to_string(), key.to_string(), path.to_string());
+        start_op(client, done, user_data, out_request, async move {
+            Ok(c.download_to_file(&bucket, &key, &path).await?.size)
+        })
+    })
+}
+
+/// Caller memory lent to the engine without a copy. The `Bytes` built on it may be cloned into
+/// part requests; when the last clone is dropped, the loan's sender is dropped and the request
+/// (which awaits the receiver) may end.
+struct Loan {
+    region: Region,
+    _returned: oneshot::Sender<()>,
+}
+
+// SAFETY: see Region; the loan is only read.
+unsafe impl Sync for Loan {}
+
+impl AsRef<[u8]> for Loan {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: ptr/len describe caller memory valid and unchanged for the loan's life.
+        unsafe { std::slice::from_raw_parts(self.region.ptr, self.region.len) }
+    }
+}
+
+/// Starts uploading `len` bytes at `data` as bucket/key (PutObject, or multipart above the
+/// threshold) without copying them. `data` must stay valid and unchanged until the request
+/// ended; it ends only once the library holds no reference to it (also after a failure or a
+/// cancel). The request's size is the bytes sent.
+///
+/// # Safety
+/// `client` is live and outlives the request; strings are NUL-terminated; `data` points to
+/// `len` readable bytes (may be NULL when `len` is 0) that nobody writes until the end.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_put_buffer_start(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    data: *const u8,
+    len: usize,
+    done: gantry_done_fn,
+    user_data: *mut c_void,
+    out_request: *mut *mut gantry_request,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: per the contract above.
+        let (client, bucket, key) =
+            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let region = Region::new(data.cast_mut(), len, "data")?;
+        let (returned_tx, returned_rx) = oneshot::channel();
+        let body = match len {
+            0 => bytes::Bytes::new(),
+            _ => bytes::Bytes::from_owner(Loan { region, _returned: returned_tx }),
+        };
+        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
+        start(client, Runner::Worker, done, user_data, out_request, u64::MAX, move |shared| {
+            let op = async move { Ok(c.put(&bucket, &key, body).await?.size) };
+            // Connection tasks of cancelled parts may drop their slices a moment after the
+            // put ended: the request ends only when the sender inside the loan is gone.
+            (record_size(op, shared), async move {
+                let _ = returned_rx.await;
+            })
+        })
+    })
+}
+
+/// Starts uploading the file at `path` as bucket/key, reading parts in parallel; the
+/// request's size is the bytes sent.
+///
+/// # Safety
+/// `client` is live and outlives the request; strings are NUL-terminated (copied).
+#[no_mangle]
+pub unsafe extern "C" fn gantry_put_file_start(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    path: *const c_char,
+    done: gantry_done_fn,
+    user_data: *mut c_void,
+    out_request: *mut *mut gantry_request,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: per the contract above.
+        let (client, bucket, key, path) = unsafe {
+            (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?, str_arg(path, "path")?)
+        };
+        let (c, bucket, key, path) = (client.clone(), bucket.to_string(), key.to_string(), path.to_string());
+        start_op(client, done, user_data, out_request, async move { Ok(c.put_file(&bucket, &key, &path).await?.size) })
+    })
+}
+
+/// Starts a HeadObject; the request's size is the object's size.
+///
+/// # Safety
+/// `client` is live and outlives the request; strings are NUL-terminated (copied).
+#[no_mangle]
+pub unsafe extern "C" fn gantry_head_object_start(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    done: gantry_done_fn,
+    user_data: *mut c_void,
+    out_request: *mut *mut gantry_request,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: per the contract above.
+        let (client, bucket, key) =
+            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
+        start_op(client, done, user_data, out_request, async move { Ok(c.head_object(&bucket, &key).await?.size) })
+    })
+}
+
+/// Starts a DeleteObject (size 0).
+///
+/// # Safety
+/// `client` is live and outlives the request; strings are NUL-terminated (copied).
+#[no_mangle]
+pub unsafe extern "C" fn gantry_delete_object_start(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    done: gantry_done_fn,
+    user_data: *mut c_void,
+    out_request: *mut *mut gantry_request,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    run(out_err, || {
+        // SAFETY: per the contract above.
+        let (client, bucket, key) =
+            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
+        start_op(client, done, user_data, out_request, async move {
+            c.delete_object(&bucket, &key).await?;
+            Ok(0)
+        })
+    })
+}
+
+/// Runs a `*_start` call and waits for its request: the body of every blocking data call.
+/// Returns the request's size result.
+///
+/// # Safety
+/// `start_call` is a `*_start` call whose arguments satisfy its contract for the duration.
+pub(crate) unsafe fn wait_for(
+    start_call: impl FnOnce(*mut *mut gantry_request, *mut *mut gantry_error) -> gantry_result,
+) -> Result<u64, Failure> {
+    crate::guard::may_block()?;
+    let mut request: *mut gantry_request = std::ptr::null_mut();
+    let mut err: *mut gantry_error = std::ptr::null_mut();
+    let taken = |err: *mut gantry_error| {
+        // SAFETY: a non-NULL err was just written by a gantry call and is ours.
+        Failure::Error(*unsafe { Box::from_raw(err) })
+    };
+    if start_call(&mut request, &mut err) != gantry_result::GANTRY_RESULT_OK {
+        return Err(taken(err));
+    }
+    let mut size = 0;
+    // SAFETY: request is live until freed here.
+    unsafe {
+        if crate::request::gantry_request_wait(request, &mut err) == gantry_result::GANTRY_RESULT_OK {
+            crate::request::gantry_request_size(request, &mut size, std::ptr::null_mut());
+        }
+        crate::request::gantry_request_free(request);
+    }
+    if err.is_null() {
+        Ok(size)
+    } else {
+        Err(taken(err))
+    }
+}
