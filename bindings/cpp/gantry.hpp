@@ -1,16 +1,18 @@
 // gantry.hpp: header-only C++17 wrapper over the gantry C ABI (include/gantry.h).
 //
-// Move-only RAII handles (Config, Client, Upload) free their C object exactly once; every
-// failing call throws gantry::Error, which carries the result code, HTTP status, S3 error code
-// and request id. Thread-safety follows the C header: a Client may be shared across threads,
-// an Upload may not.
+// Move-only RAII handles (Config, Client, Upload, Request, HeldChunk) free their C object
+// exactly once; every failing call throws gantry::Error, which carries the result code, HTTP
+// status, S3 error code and request id. Thread-safety follows the C header: a Client and a
+// Request may be shared across threads, an Upload may not (except Upload::cancel).
 #ifndef GANTRY_HPP
 #define GANTRY_HPP
 
 #include "gantry.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <vector>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -99,10 +101,91 @@ public:
         gantry_error *err = nullptr;
         detail::check(gantry_upload_abort(ptr_.get(), &err), err);
     }
+    /// Appends `data` without copying it: the upload owns the vector until the engine sent the
+    /// bytes (whole parts go straight from it), then frees it on whatever thread is done last.
+    void write_owned(std::vector<uint8_t> &&data) {
+        auto *owner = new std::vector<uint8_t>(std::move(data));
+        gantry_error *err = nullptr;
+        // gantry calls the release function exactly once, also on failure: it owns `owner` now.
+        detail::check(gantry_upload_write_owned(ptr_.get(), owner->data(), owner->size(), &release_vector, owner, &err),
+                      err);
+    }
+    /// Cancels the upload from any thread (e.g. a watchdog or a std::stop_token callback): the
+    /// write or complete in progress, and every later call, throws GANTRY_RESULT_CANCELLED; the
+    /// multipart upload is aborted.
+    void cancel() const noexcept { gantry_upload_cancel(ptr_.get()); }
 
 private:
+    static void release_vector(void *owner, const uint8_t *) { delete static_cast<std::vector<uint8_t> *>(owner); }
     std::unique_ptr<gantry_upload, detail::Deleter<gantry_upload, gantry_upload_free>> ptr_;
 };
+
+/// A chunk of a streamed object kept past its callback without a copy (gantry_chunk_retain);
+/// released when destroyed, from any thread.
+class HeldChunk {
+public:
+    HeldChunk() noexcept = default;
+    HeldChunk(gantry_chunk *raw, const uint8_t *data, size_t len, uint64_t offset) noexcept
+        : ptr_(raw), data_(data), len_(len), offset_(offset) {}
+    [[nodiscard]] const uint8_t *data() const noexcept { return data_; }
+    [[nodiscard]] size_t size() const noexcept { return len_; }
+    [[nodiscard]] uint64_t offset() const noexcept { return offset_; }
+
+private:
+    std::unique_ptr<gantry_chunk, detail::Deleter<gantry_chunk, gantry_chunk_release>> ptr_;
+    const uint8_t *data_ = nullptr;
+    size_t len_ = 0;
+    uint64_t offset_ = 0;
+};
+
+/// A chunk lent to a stream callback: valid during the call; retain() keeps it (no copy).
+struct Chunk {
+    const uint8_t *data;
+    size_t size;
+    uint64_t offset;
+    const gantry_chunk *raw;
+    [[nodiscard]] HeldChunk retain() const noexcept { return HeldChunk(gantry_chunk_retain(raw), data, size, offset); }
+};
+
+/// Receives a stream's chunks in order on a client worker thread; must not block. Return
+/// false to stop (the request ends with GANTRY_RESULT_CANCELLED).
+using ChunkHandler = std::function<bool(const Chunk &)>;
+
+/// An asynchronous request (*_start). Destroying it cancels it if still running and waits for
+/// its end, so memory lent to it may be freed after the destructor. Thread-safe.
+class Request {
+public:
+    Request() noexcept = default;
+    Request(gantry_request *raw, std::shared_ptr<void> state) noexcept : state_(std::move(state)) { ptr_.reset(raw); }
+    Request(Request &&) noexcept = default;
+    Request &operator=(Request &&other) noexcept {
+        ptr_ = std::move(other.ptr_);  // frees (cancels, waits for) ours before taking theirs
+        state_ = std::move(other.state_);
+        return *this;
+    }
+    ~Request() { ptr_.reset(); }  // before state_: callbacks may still use it until the end
+
+    /// Blocks until the request ended; throws its error. Returns its size result.
+    uint64_t wait() const {
+        gantry_error *err = nullptr;
+        detail::check(gantry_request_wait(ptr_.get(), &err), err);
+        uint64_t size = 0;
+        gantry_request_size(ptr_.get(), &size, nullptr);
+        return size;
+    }
+    /// Asks the request to stop; returns at once. Safe from any thread and callback.
+    void cancel() const noexcept { gantry_request_cancel(ptr_.get()); }
+    /// Lets a stream hand `bytes` more to its handler (the caller-opened read window).
+    void open_window(uint64_t bytes) const noexcept { gantry_request_open_window(ptr_.get(), bytes); }
+    [[nodiscard]] gantry_request *get() const noexcept { return ptr_.get(); }
+
+private:
+    std::unique_ptr<gantry_request, detail::Deleter<gantry_request, gantry_request_free>> ptr_;
+    std::shared_ptr<void> state_;
+};
+
+/// No read window: a stream hands over chunks as fast as they arrive.
+inline constexpr uint64_t unlimited_window = UINT64_MAX;
 
 /// A client: safe to share across threads (use it through a reference or shared_ptr).
 class Client {
@@ -164,6 +247,80 @@ public:
         gantry_error *err = nullptr;
         detail::check(gantry_create_bucket(ptr_.get(), bucket.c_str(), &err), err);
     }
+    /// Downloads up to `len` bytes from `offset` into `buf`; returns the bytes written (fewer at
+    /// the end of the object; an offset past the end throws with HTTP 416).
+    uint64_t get_range_into(const std::string &bucket, const std::string &key, uint64_t offset, void *buf,
+                            size_t len) const {
+        uint64_t written = 0;
+        gantry_error *err = nullptr;
+        detail::check(gantry_get_range_into(ptr_.get(), bucket.c_str(), key.c_str(), offset, len,
+                                            static_cast<uint8_t *>(buf), len, &written, &err),
+                      err);
+        return written;
+    }
+    /// Starts a download into caller memory on the workers (no thread of yours waits); `buf`
+    /// is in use until the Request ended. wait() returns the object's size.
+    [[nodiscard]] Request get_into_async(const std::string &bucket, const std::string &key, void *buf,
+                                         size_t len) const {
+        gantry_request *raw = nullptr;
+        gantry_error *err = nullptr;
+        detail::check(gantry_get_into_start(ptr_.get(), bucket.c_str(), key.c_str(), static_cast<uint8_t *>(buf), len,
+                                            nullptr, nullptr, &raw, &err),
+                      err);
+        return Request(raw, nullptr);
+    }
+    /// Starts a range download into caller memory; wait() returns the bytes written.
+    [[nodiscard]] Request get_range_into_async(const std::string &bucket, const std::string &key, uint64_t offset,
+                                               void *buf, size_t len) const {
+        gantry_request *raw = nullptr;
+        gantry_error *err = nullptr;
+        detail::check(gantry_get_range_into_start(ptr_.get(), bucket.c_str(), key.c_str(), offset, len,
+                                                  static_cast<uint8_t *>(buf), len, nullptr, nullptr, &raw, &err),
+                      err);
+        return Request(raw, nullptr);
+    }
+    /// Starts an upload of caller memory without a copy; `data` must stay valid and unchanged
+    /// until the Request ended.
+    [[nodiscard]] Request put_async(const std::string &bucket, const std::string &key, const void *data,
+                                    size_t len) const {
+        gantry_request *raw = nullptr;
+        gantry_error *err = nullptr;
+        detail::check(gantry_put_buffer_start(ptr_.get(), bucket.c_str(), key.c_str(),
+                                              static_cast<const uint8_t *>(data), len, nullptr, nullptr, &raw, &err),
+                      err);
+        return Request(raw, nullptr);
+    }
+    /// Streams `length` bytes from `offset` (UINT64_MAX: to the end) in order to `handler`, on
+    /// a worker thread, at most `window` bytes ahead of Request::open_window calls.
+    [[nodiscard]] Request stream(const std::string &bucket, const std::string &key, ChunkHandler handler,
+                                 uint64_t offset = 0, uint64_t length = UINT64_MAX,
+                                 uint64_t window = unlimited_window) const {
+        auto state = std::make_shared<ChunkHandler>(std::move(handler));
+        gantry_request *raw = nullptr;
+        gantry_error *err = nullptr;
+        detail::check(gantry_get_stream_start(ptr_.get(), bucket.c_str(), key.c_str(), offset, length, window,
+                                              &on_chunk, nullptr, state.get(), &raw, &err),
+                      err);
+        return Request(raw, std::move(state));
+    }
+    /// Every counter of the client (gantry_metrics_ex).
+    [[nodiscard]] gantry_metrics_ex metrics() const {
+        gantry_metrics_ex m{};
+        m.struct_size = sizeof m;
+        gantry_error *err = nullptr;
+        detail::check(gantry_client_metrics_ex(ptr_.get(), &m, &err), err);
+        return m;
+    }
+    /// Counters per NIC or source address (one "default" lane when none is configured).
+    [[nodiscard]] std::vector<gantry_lane_metrics> lane_metrics() const {
+        std::vector<gantry_lane_metrics> out(static_cast<size_t>(metrics().lane_count));
+        for (size_t i = 0; i < out.size(); i++) {
+            out[i].struct_size = sizeof out[i];
+            gantry_error *err = nullptr;
+            detail::check(gantry_client_lane_metrics(ptr_.get(), i, &out[i], &err), err);
+        }
+        return out;
+    }
     [[nodiscard]] Upload upload(const std::string &bucket, const std::string &key) const {
         gantry_upload *raw = nullptr;
         gantry_error *err = nullptr;
@@ -172,6 +329,13 @@ public:
     }
 
 private:
+    static int32_t on_chunk(void *user, const uint8_t *data, size_t len, uint64_t offset, const gantry_chunk *raw) {
+        try {
+            return (*static_cast<ChunkHandler *>(user))(Chunk{data, len, offset, raw}) ? 0 : 1;
+        } catch (...) {
+            return 1;  // an exception must not cross into the engine: stop the stream instead
+        }
+    }
     std::unique_ptr<gantry_client, detail::Deleter<gantry_client, gantry_client_free>> ptr_;
 };
 

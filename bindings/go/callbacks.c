@@ -1,16 +1,20 @@
-// C trampolines for the Go callbacks of gantry_get_async: the request's user_data carries a
-// runtime/cgo.Handle value (an integer), converted here so Go never turns it into a pointer.
+// C trampolines for the Go callbacks of gantry_get_stream_start: the request's user_data
+// carries a runtime/cgo.Handle value (an integer), converted here so Go never turns it into a
+// pointer.
 #include "_cgo_export.h"
 
-static int gantry_go_body(void *user_data, const uint8_t *data, size_t len, uint64_t offset) {
-    return goGantryBody((uintptr_t)user_data, (uint8_t *)data, len, offset);
+static int gantry_go_chunk(void *user_data, const uint8_t *data, size_t len, uint64_t offset,
+                           const gantry_chunk *chunk) {
+    return goGantryChunk((uintptr_t)user_data, (uint8_t *)data, len, offset, (gantry_chunk *)chunk);
 }
 
 static void gantry_go_done(void *user_data, gantry_result result, const gantry_error *err) {
     goGantryDone((uintptr_t)user_data, result, (gantry_error *)err);
 }
 
-gantry_result gantry_go_get_async(const gantry_client *client, const char *bucket, const char *key, uintptr_t handle,
-                                  gantry_request **out_request, gantry_error **out_err) {
-    return gantry_get_async(client, bucket, key, gantry_go_body, gantry_go_done, (void *)handle, out_request, out_err);
+gantry_result gantry_go_stream_start(const gantry_client *client, const char *bucket, const char *key, uint64_t offset,
+                                     uint64_t length, uint64_t window, uintptr_t handle, gantry_request **out_request,
+                                     gantry_error **out_err) {
+    return gantry_get_stream_start(client, bucket, key, offset, length, window, gantry_go_chunk, gantry_go_done,
+                                   (void *)handle, out_request, out_err);
 }

@@ -33,7 +33,7 @@ func TestFinalizersUnderForcedGC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.PutBytes(bucket, "gc", data); err != nil {
+		if err := c.PutBytes(context.Background(), bucket, "gc", data); err != nil {
 			t.Fatal(err)
 		}
 		r, err := c.GetReader(context.Background(), bucket, "gc")
@@ -45,7 +45,7 @@ func TestFinalizersUnderForcedGC(t *testing.T) {
 			t.Fatalf("round %d: %v", i, err)
 		}
 		r.Close()
-		u, err := c.Upload(bucket, "gc-abandoned")
+		u, err := c.Upload(context.Background(), bucket, "gc-abandoned")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ package gantry
 import "C"
 
 import (
+	"context"
 	"io"
 	"runtime"
 	"sync"
@@ -53,9 +54,42 @@ type Error struct {
 	S3Code     string // "NoSuchKey", "SlowDown", ... or ""
 	RequestID  string
 	Retryable  bool
+	cause      error // the context's error when a context cancelled the call
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the context's error for calls a context cancelled, so
+// errors.Is(err, context.Canceled) and errors.Is(err, context.DeadlineExceeded) work.
+func (e *Error) Unwrap() error { return e.cause }
+
+// withContext ties a CodeCancelled error to the context that caused it.
+func withContext(ctx context.Context, err error) error {
+	if e, ok := err.(*Error); ok && e.Code == CodeCancelled && ctx.Err() != nil {
+		e.cause = ctx.Err()
+	}
+	return err
+}
+
+// contextDone is the error of a call made with a context that is already done.
+func contextDone(ctx context.Context) error {
+	return &Error{Code: CodeCancelled, Message: "gantry: " + ctx.Err().Error(), cause: ctx.Err()}
+}
+
+// onCancel runs cancel when ctx ends, until the returned release is called; release waits for
+// a cancel already running, so the C handle cancel uses may be freed right after it.
+func onCancel(ctx context.Context, cancel func()) (release func()) {
+	ran := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(ran)
+		cancel()
+	})
+	return func() {
+		if !stop() && ctx.Err() != nil {
+			<-ran
+		}
+	}
+}
 
 // check turns a result and its C error object into a Go error, freeing the C object.
 func check(r C.gantry_result, err *C.gantry_error) error {
@@ -171,76 +205,125 @@ func cstrings(ss ...string) ([]*C.char, func()) {
 	}
 }
 
-// GetInto downloads bucket/key into buf with parallel ranged GETs and returns the object's
-// size. A buffer smaller than the object fails with CodeInvalidArgument.
-func (c *Client) GetInto(bucket, key string, buf []byte) (int64, error) {
+// startFn starts one asynchronous C request (a gantry_*_start call) on the client p.
+type startFn func(p *C.gantry_client, req **C.gantry_request, cerr **C.gantry_error) C.gantry_result
+
+// request runs one *_start call and waits for it; cancelling ctx cancels the request. The
+// Go memory in pin (a buffer the request reads or writes) is pinned until the request ended,
+// as cgo requires of Go memory that C keeps using after a call returns. Returns the
+// request's size result.
+func (c *Client) request(ctx context.Context, pin []byte, start startFn) (int64, error) {
+	if ctx.Err() != nil {
+		return 0, contextDone(ctx)
+	}
 	var size C.uint64_t
 	err := c.with(func(p *C.gantry_client) error {
-		s, free := cstrings(bucket, key)
-		defer free()
-		var ptr *C.uint8_t
-		if len(buf) > 0 {
-			ptr = (*C.uint8_t)(unsafe.Pointer(&buf[0]))
+		var pinner runtime.Pinner
+		defer pinner.Unpin()
+		if len(pin) > 0 {
+			pinner.Pin(&pin[0])
 		}
+		var req *C.gantry_request
 		var cerr *C.gantry_error
-		return check(C.gantry_get_into(p, s[0], s[1], ptr, C.size_t(len(buf)), &size, &cerr), cerr)
+		if err := check(start(p, &req, &cerr), cerr); err != nil {
+			return err
+		}
+		defer C.gantry_request_free(req)
+		release := onCancel(ctx, func() { C.gantry_request_cancel(req) })
+		defer release()
+		if err := check(C.gantry_request_wait(req, &cerr), cerr); err != nil {
+			return withContext(ctx, err)
+		}
+		C.gantry_request_size(req, &size, nil)
+		return nil
 	})
 	return int64(size), err
 }
 
+// bytePtr is the C view of b's first byte (NULL for an empty slice).
+func bytePtr(b []byte) *C.uint8_t {
+	if len(b) == 0 {
+		return nil
+	}
+	return (*C.uint8_t)(unsafe.Pointer(&b[0]))
+}
+
+// GetInto downloads bucket/key into buf with parallel ranged GETs and returns the object's
+// size. A buffer smaller than the object fails with CodeInvalidArgument. Cancelling ctx
+// stops the download (an *Error with CodeCancelled that wraps ctx.Err()); buf is not written
+// after GetInto returned.
+func (c *Client) GetInto(ctx context.Context, bucket, key string, buf []byte) (int64, error) {
+	s, free := cstrings(bucket, key)
+	defer free()
+	return c.request(ctx, buf, func(p *C.gantry_client, req **C.gantry_request, cerr **C.gantry_error) C.gantry_result {
+		return C.gantry_get_into_start(p, s[0], s[1], bytePtr(buf), C.size_t(len(buf)), nil, nil, req, cerr)
+	})
+}
+
+// GetRange downloads up to len(buf) bytes of bucket/key starting at offset into buf and
+// returns how many it wrote (fewer at the end of the object). An offset at or past the end
+// fails with HTTP 416 (S3Code "InvalidRange").
+func (c *Client) GetRange(ctx context.Context, bucket, key string, offset int64, buf []byte) (int64, error) {
+	if len(buf) == 0 {
+		return 0, nil
+	}
+	s, free := cstrings(bucket, key)
+	defer free()
+	return c.request(ctx, buf, func(p *C.gantry_client, req **C.gantry_request, cerr **C.gantry_error) C.gantry_result {
+		return C.gantry_get_range_into_start(p, s[0], s[1], C.uint64_t(offset), C.uint64_t(len(buf)), bytePtr(buf),
+			C.size_t(len(buf)), nil, nil, req, cerr)
+	})
+}
+
 // Get downloads the whole object into memory.
-func (c *Client) Get(bucket, key string) ([]byte, error) {
-	size, err := c.Head(bucket, key)
+func (c *Client) Get(ctx context.Context, bucket, key string) ([]byte, error) {
+	size, err := c.Head(ctx, bucket, key)
 	if err != nil {
 		return nil, err
 	}
 	buf := make([]byte, size)
-	n, err := c.GetInto(bucket, key, buf)
+	n, err := c.GetInto(ctx, bucket, key, buf)
 	if err != nil {
 		return nil, err
 	}
 	return buf[:n], nil
 }
 
-// GetToFile downloads bucket/key into the file at path (atomically renamed on success).
-func (c *Client) GetToFile(bucket, key, path string) (int64, error) {
-	var size C.uint64_t
-	err := c.with(func(p *C.gantry_client) error {
-		s, free := cstrings(bucket, key, path)
-		defer free()
-		var cerr *C.gantry_error
-		return check(C.gantry_get_to_file(p, s[0], s[1], s[2], &size, &cerr), cerr)
+// GetToFile downloads bucket/key into the file at path (atomically renamed on success; a
+// cancelled or failed download leaves no file at path).
+func (c *Client) GetToFile(ctx context.Context, bucket, key, path string) (int64, error) {
+	s, free := cstrings(bucket, key, path)
+	defer free()
+	return c.request(ctx, nil, func(p *C.gantry_client, req **C.gantry_request, cerr **C.gantry_error) C.gantry_result {
+		return C.gantry_get_to_file_start(p, s[0], s[1], s[2], nil, nil, req, cerr)
 	})
-	return int64(size), err
 }
 
-// PutBytes uploads data as bucket/key.
-func (c *Client) PutBytes(bucket, key string, data []byte) error {
-	return c.with(func(p *C.gantry_client) error {
-		s, free := cstrings(bucket, key)
-		defer free()
-		var ptr *C.uint8_t
-		if len(data) > 0 {
-			ptr = (*C.uint8_t)(unsafe.Pointer(&data[0]))
-		}
-		var cerr *C.gantry_error
-		return check(C.gantry_put_buffer(p, s[0], s[1], ptr, C.size_t(len(data)), &cerr), cerr)
+// PutBytes uploads data as bucket/key without copying it (parts are sent from data, which
+// must not change until PutBytes returns).
+func (c *Client) PutBytes(ctx context.Context, bucket, key string, data []byte) error {
+	s, free := cstrings(bucket, key)
+	defer free()
+	_, err := c.request(ctx, data, func(p *C.gantry_client, req **C.gantry_request, cerr **C.gantry_error) C.gantry_result {
+		return C.gantry_put_buffer_start(p, s[0], s[1], bytePtr(data), C.size_t(len(data)), nil, nil, req, cerr)
 	})
+	return err
 }
 
 // PutFile uploads the file at path as bucket/key.
-func (c *Client) PutFile(bucket, key, path string) error {
-	return c.with(func(p *C.gantry_client) error {
-		s, free := cstrings(bucket, key, path)
-		defer free()
-		var cerr *C.gantry_error
-		return check(C.gantry_put_file(p, s[0], s[1], s[2], &cerr), cerr)
+func (c *Client) PutFile(ctx context.Context, bucket, key, path string) error {
+	s, free := cstrings(bucket, key, path)
+	defer free()
+	_, err := c.request(ctx, nil, func(p *C.gantry_client, req **C.gantry_request, cerr **C.gantry_error) C.gantry_result {
+		return C.gantry_put_file_start(p, s[0], s[1], s[2], nil, nil, req, cerr)
 	})
+	return err
 }
 
-// Put uploads everything r yields (length unknown) as bucket/key.
-func (c *Client) Put(bucket, key string, r io.Reader) error {
-	w, err := c.Upload(bucket, key)
+// Put uploads everything r yields (length unknown) as bucket/key. On any failure, or when
+// ctx is cancelled, the multipart upload is aborted.
+func (c *Client) Put(ctx context.Context, bucket, key string, r io.Reader) error {
+	w, err := c.Upload(ctx, bucket, key)
 	if err != nil {
 		return err
 	}
@@ -252,29 +335,30 @@ func (c *Client) Put(bucket, key string, r io.Reader) error {
 }
 
 // Head returns the object's size.
-func (c *Client) Head(bucket, key string) (int64, error) {
-	var size C.uint64_t
-	err := c.with(func(p *C.gantry_client) error {
-		s, free := cstrings(bucket, key)
-		defer free()
-		var cerr *C.gantry_error
-		return check(C.gantry_head_object(p, s[0], s[1], &size, &cerr), cerr)
+func (c *Client) Head(ctx context.Context, bucket, key string) (int64, error) {
+	s, free := cstrings(bucket, key)
+	defer free()
+	return c.request(ctx, nil, func(p *C.gantry_client, req **C.gantry_request, cerr **C.gantry_error) C.gantry_result {
+		return C.gantry_head_object_start(p, s[0], s[1], nil, nil, req, cerr)
 	})
-	return int64(size), err
 }
 
 // Delete deletes bucket/key.
-func (c *Client) Delete(bucket, key string) error {
-	return c.with(func(p *C.gantry_client) error {
-		s, free := cstrings(bucket, key)
-		defer free()
-		var cerr *C.gantry_error
-		return check(C.gantry_delete_object(p, s[0], s[1], &cerr), cerr)
+func (c *Client) Delete(ctx context.Context, bucket, key string) error {
+	s, free := cstrings(bucket, key)
+	defer free()
+	_, err := c.request(ctx, nil, func(p *C.gantry_client, req **C.gantry_request, cerr **C.gantry_error) C.gantry_result {
+		return C.gantry_delete_object_start(p, s[0], s[1], nil, nil, req, cerr)
 	})
+	return err
 }
 
-// CreateBucket creates a bucket (S3-compatible stores, tests).
-func (c *Client) CreateBucket(bucket string) error {
+// CreateBucket creates a bucket (S3-compatible stores, tests). ctx is checked before the
+// call; the call itself is bounded by the client's timeouts.
+func (c *Client) CreateBucket(ctx context.Context, bucket string) error {
+	if ctx.Err() != nil {
+		return contextDone(ctx)
+	}
 	return c.with(func(p *C.gantry_client) error {
 		s, free := cstrings(bucket)
 		defer free()
@@ -284,15 +368,22 @@ func (c *Client) CreateBucket(bucket string) error {
 }
 
 // Upload is an io.WriteCloser that streams an object of unknown length; Close completes it,
-// Abort discards it. Not safe for concurrent use.
+// Abort discards it. Not safe for concurrent use. Cancelling the context given to
+// Client.Upload aborts the upload: the Write or Close in progress (and every later one)
+// returns an *Error with CodeCancelled that wraps ctx.Err().
 type Upload struct {
-	client *Client
-	ptr    *C.gantry_upload
+	client  *Client
+	ctx     context.Context
+	ptr     *C.gantry_upload
+	release func()
 }
 
 // Upload starts a streaming upload to bucket/key.
-func (c *Client) Upload(bucket, key string) (*Upload, error) {
-	u := &Upload{client: c}
+func (c *Client) Upload(ctx context.Context, bucket, key string) (*Upload, error) {
+	if ctx.Err() != nil {
+		return nil, contextDone(ctx)
+	}
+	u := &Upload{client: c, ctx: ctx}
 	err := c.with(func(p *C.gantry_client) error {
 		s, free := cstrings(bucket, key)
 		defer free()
@@ -302,12 +393,15 @@ func (c *Client) Upload(bucket, key string) (*Upload, error) {
 	if err != nil {
 		return nil, err
 	}
+	ptr := u.ptr
+	u.release = onCancel(ctx, func() { C.gantry_upload_cancel(ptr) })
 	runtime.SetFinalizer(u, (*Upload).free)
 	return u, nil
 }
 
 func (u *Upload) free() {
 	if u.ptr != nil {
+		u.release() // no cancel may touch the handle after this
 		C.gantry_upload_free(u.ptr)
 		u.ptr = nil
 	}
@@ -324,10 +418,10 @@ func (u *Upload) Write(p []byte) (int, error) {
 	}
 	err := u.client.with(func(*C.gantry_client) error {
 		var cerr *C.gantry_error
-		return check(C.gantry_upload_write(u.ptr, (*C.uint8_t)(unsafe.Pointer(&p[0])), C.size_t(len(p)), &cerr), cerr)
+		return check(C.gantry_upload_write(u.ptr, bytePtr(p), C.size_t(len(p)), &cerr), cerr)
 	})
 	if err != nil {
-		return 0, err
+		return 0, withContext(u.ctx, err)
 	}
 	return len(p), nil
 }
@@ -338,10 +432,10 @@ func (u *Upload) Close() error {
 		return nil
 	}
 	defer u.free()
-	return u.client.with(func(*C.gantry_client) error {
+	return withContext(u.ctx, u.client.with(func(*C.gantry_client) error {
 		var cerr *C.gantry_error
 		return check(C.gantry_upload_complete(u.ptr, &cerr), cerr)
-	})
+	}))
 }
 
 // Abort discards the upload (no parts are left on the server).
@@ -350,10 +444,14 @@ func (u *Upload) Abort() error {
 		return nil
 	}
 	defer u.free()
-	return u.client.with(func(*C.gantry_client) error {
+	err := u.client.with(func(*C.gantry_client) error {
 		var cerr *C.gantry_error
 		return check(C.gantry_upload_abort(u.ptr, &cerr), cerr)
 	})
+	if e, ok := err.(*Error); ok && e.Code == CodeCancelled {
+		return nil // a cancel already aborted it
+	}
+	return err
 }
 
 // Version is the library's version.

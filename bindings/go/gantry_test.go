@@ -79,19 +79,19 @@ func TestRoundTrip(t *testing.T) {
 	for _, n := range []int{0, 1, 3*(5<<20) + 7} {
 		data := pattern(n, int64(n))
 		key := fmt.Sprintf("obj-%d", n)
-		if err := c.PutBytes(bucket, key, data); err != nil {
+		if err := c.PutBytes(context.Background(), bucket, key, data); err != nil {
 			t.Fatal(err)
 		}
-		got, err := c.Get(bucket, key)
+		got, err := c.Get(context.Background(), bucket, key)
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("size %d: err %v, equal %v", n, err, bytes.Equal(got, data))
 		}
 		// Streamed upload from an io.Reader of unknown length.
-		if err := c.Put(bucket, key+"-r", bytes.NewReader(data)); err != nil {
+		if err := c.Put(context.Background(), bucket, key+"-r", bytes.NewReader(data)); err != nil {
 			t.Fatal(err)
 		}
 		buf := make([]byte, n)
-		if size, err := c.GetInto(bucket, key+"-r", buf); err != nil || size != int64(n) || !bytes.Equal(buf, data) {
+		if size, err := c.GetInto(context.Background(), bucket, key+"-r", buf); err != nil || size != int64(n) || !bytes.Equal(buf, data) {
 			t.Fatalf("reader upload %d: %v", n, err)
 		}
 	}
@@ -104,11 +104,11 @@ func TestFiles(t *testing.T) {
 	if err := os.WriteFile(src, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.PutFile(bucket, "file", src); err != nil {
+	if err := c.PutFile(context.Background(), bucket, "file", src); err != nil {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "dst")
-	if _, err := c.GetToFile(bucket, "file", dst); err != nil {
+	if _, err := c.GetToFile(context.Background(), bucket, "file", dst); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(dst)
@@ -119,13 +119,13 @@ func TestFiles(t *testing.T) {
 
 func TestTypedErrors(t *testing.T) {
 	c := newClient(t, "gantry-secret-key")
-	_, err := c.GetInto(bucket, "missing", nil)
+	_, err := c.GetInto(context.Background(), bucket, "missing", nil)
 	var e *Error
 	if !errors.As(err, &e) || e.Code != CodeNotFound || e.HTTPStatus != 404 || e.S3Code != "NoSuchKey" || e.Retryable {
 		t.Fatalf("missing key: %#v", err)
 	}
 	bad := newClient(t, "wrong")
-	if err := bad.PutBytes(bucket, "k", []byte("x")); !errors.As(err, &e) || e.Code != CodeAccessDenied || e.HTTPStatus != 403 {
+	if err := bad.PutBytes(context.Background(), bucket, "k", []byte("x")); !errors.As(err, &e) || e.Code != CodeAccessDenied || e.HTTPStatus != 403 {
 		t.Fatalf("bad secret: %#v", err)
 	}
 	if _, err := NewClient(Config{"no_such_key": "1"}); !errors.As(err, &e) || e.Code != CodeInvalidArgument {
@@ -135,7 +135,7 @@ func TestTypedErrors(t *testing.T) {
 
 func TestAbortAndClose(t *testing.T) {
 	c := newClient(t, "gantry-secret-key")
-	u, err := c.Upload(bucket, "aborted")
+	u, err := c.Upload(context.Background(), bucket, "aborted")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestAbortAndClose(t *testing.T) {
 	if err := u.Abort(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Head(bucket, "aborted"); err == nil {
+	if _, err := c.Head(context.Background(), bucket, "aborted"); err == nil {
 		t.Fatal("an aborted upload must leave no object")
 	}
 	if err := c.Close(); err != nil {
@@ -155,7 +155,7 @@ func TestAbortAndClose(t *testing.T) {
 		t.Fatal("Close is idempotent")
 	}
 	var e *Error
-	if _, err := c.Head(bucket, "x"); !errors.As(err, &e) || e.Code != CodeInvalidState {
+	if _, err := c.Head(context.Background(), bucket, "x"); !errors.As(err, &e) || e.Code != CodeInvalidState {
 		t.Fatalf("use after close: %v", err)
 	}
 }
@@ -163,7 +163,7 @@ func TestAbortAndClose(t *testing.T) {
 func TestConcurrentUse(t *testing.T) {
 	c := newClient(t, "gantry-secret-key")
 	data := pattern(6<<20, 11)
-	if err := c.PutBytes(bucket, "shared", data); err != nil {
+	if err := c.PutBytes(context.Background(), bucket, "shared", data); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -172,7 +172,7 @@ func TestConcurrentUse(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, err := c.Get(bucket, "shared")
+			got, err := c.Get(context.Background(), bucket, "shared")
 			if err == nil && !bytes.Equal(got, data) {
 				err = errors.New("bytes differ")
 			}
@@ -191,7 +191,7 @@ func TestConcurrentUse(t *testing.T) {
 func TestGetReaderStreamsInOrder(t *testing.T) {
 	c := newClient(t, "gantry-secret-key")
 	data := pattern(17<<20+9, 21)
-	if err := c.PutBytes(bucket, "streamed-get", data); err != nil {
+	if err := c.PutBytes(context.Background(), bucket, "streamed-get", data); err != nil {
 		t.Fatal(err)
 	}
 	r, err := c.GetReader(context.Background(), bucket, "streamed-get")
@@ -222,7 +222,7 @@ func TestGetReaderStreamsInOrder(t *testing.T) {
 
 func TestGetReaderCancelAndEarlyClose(t *testing.T) {
 	c := newClient(t, "gantry-secret-key")
-	if err := c.PutBytes(bucket, "big", pattern(40<<20, 22)); err != nil {
+	if err := c.PutBytes(context.Background(), bucket, "big", pattern(40<<20, 22)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -237,7 +237,7 @@ func TestGetReaderCancelAndEarlyClose(t *testing.T) {
 	cancel()
 	_, err = io.Copy(io.Discard, r)
 	var e *Error
-	if !errors.As(err, &e) || e.Code != CodeCancelled {
+	if !errors.As(err, &e) || e.Code != CodeCancelled || !errors.Is(err, context.Canceled) {
 		t.Fatalf("after cancel: %#v", err)
 	}
 	r.Close()
@@ -268,14 +268,14 @@ func BenchmarkGetInto(b *testing.B) {
 	}
 	defer c.Close()
 	data := pattern(1<<30, 3)
-	if err := c.PutBytes(bucket, "bench-1g", data); err != nil {
+	if err := c.PutBytes(context.Background(), bucket, "bench-1g", data); err != nil {
 		b.Fatal(err)
 	}
 	buf := make([]byte, len(data))
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := c.GetInto(bucket, "bench-1g", buf); err != nil {
+		if _, err := c.GetInto(context.Background(), bucket, "bench-1g", buf); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -284,11 +284,11 @@ func BenchmarkGetInto(b *testing.B) {
 func TestListAndMetrics(t *testing.T) {
 	c := newClient(t, "gantry-secret-key")
 	for i := 0; i < 1005; i++ {
-		if err := c.PutBytes(bucket, fmt.Sprintf("list/%04d", i), []byte{byte(i)}); err != nil {
+		if err := c.PutBytes(context.Background(), bucket, fmt.Sprintf("list/%04d", i), []byte{byte(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	objs, err := c.List(bucket, "list/")
+	objs, err := c.List(context.Background(), bucket, "list/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,5 +298,169 @@ func TestListAndMetrics(t *testing.T) {
 	m, err := c.Metrics()
 	if err != nil || m.Requests < 1005 || m.BytesUploaded < 1005 {
 		t.Fatalf("metrics %+v, %v", m, err)
+	}
+	if len(m.Lanes) != 1 || m.Lanes[0].Name != "default" || m.Lanes[0].BytesUploaded != m.BytesUploaded {
+		t.Fatalf("lanes and memory: %+v", m)
+	}
+}
+
+// slowClient reads through one connection so a large download takes long enough to cancel.
+func slowClient(t *testing.T) *Client {
+	t.Helper()
+	c, err := NewClient(Config{
+		"endpoint_url": endpoint, "access_key_id": "gantry", "secret_access_key": "gantry-secret-key",
+		"part_size": "5MiB", "max_connections": "1", "memory_limit": "16MiB",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestContextCancelsDataCalls(t *testing.T) {
+	c := newClient(t, "gantry-secret-key")
+	data := pattern(96<<20, 31)
+	if err := c.PutBytes(context.Background(), bucket, "cancel-me", data); err != nil {
+		t.Fatal(err)
+	}
+	slow := slowClient(t)
+	isCancel := func(err error) bool {
+		var e *Error
+		return errors.As(err, &e) && e.Code == CodeCancelled && errors.Is(err, context.Canceled)
+	}
+
+	// A context already done: nothing starts.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := slow.GetInto(done, bucket, "cancel-me", make([]byte, 1)); !isCancel(err) {
+		t.Fatalf("done context: %v", err)
+	}
+	if _, err := slow.Upload(done, bucket, "x"); !isCancel(err) {
+		t.Fatalf("done context upload: %v", err)
+	}
+
+	// Mid-download: GetInto returns early, and buf is not written after it returned.
+	buf := make([]byte, len(data))
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := slow.GetInto(ctx, bucket, "cancel-me", buf)
+	if !isCancel(err) {
+		t.Fatalf("GetInto after cancel: %v (took %v)", err, time.Since(start))
+	}
+	snapshot := append([]byte(nil), buf...)
+	time.Sleep(100 * time.Millisecond)
+	if !bytes.Equal(snapshot, buf) {
+		t.Fatal("buf was written after GetInto returned")
+	}
+
+	// GetToFile: a cancelled download leaves no file.
+	dst := filepath.Join(t.TempDir(), "dst")
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	if _, err := slow.GetToFile(ctx, bucket, "cancel-me", dst); !isCancel(err) {
+		t.Fatalf("GetToFile after cancel: %v", err)
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Fatalf("a cancelled download left %s: %v", dst, err)
+	}
+
+	// PutBytes of caller memory: cancelled, nothing stored.
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	if err := slow.PutBytes(ctx, bucket, "cancelled-put", data); !isCancel(err) {
+		t.Fatalf("PutBytes after cancel: %v", err)
+	}
+	if _, err := c.Head(context.Background(), bucket, "cancelled-put"); err == nil {
+		t.Fatal("a cancelled put stored an object")
+	}
+}
+
+func TestContextCancelsUpload(t *testing.T) {
+	c := slowClient(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	u, err := c.Upload(ctx, bucket, "cancelled-upload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(30*time.Millisecond, cancel)
+	chunk := pattern(1<<20, 5)
+	for i := 0; i < 100000; i++ {
+		if _, err = u.Write(chunk); err != nil {
+			break
+		}
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeCancelled || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Write after cancel: %v", err)
+	}
+	if err := u.Close(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close after cancel: %v", err)
+	}
+	if _, err := c.Head(context.Background(), bucket, "cancelled-upload"); err == nil {
+		t.Fatal("a cancelled upload stored an object")
+	}
+}
+
+func TestRanges(t *testing.T) {
+	c := newClient(t, "gantry-secret-key")
+	data := pattern(12<<20+3, 41)
+	if err := c.PutBytes(context.Background(), bucket, "ranges", data); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 6<<20)
+	n, err := c.GetRange(context.Background(), bucket, "ranges", 5<<20-7, buf)
+	if err != nil || n != int64(len(buf)) || !bytes.Equal(buf, data[5<<20-7:11<<20-7]) {
+		t.Fatalf("GetRange: %d, %v", n, err)
+	}
+	n, err = c.GetRange(context.Background(), bucket, "ranges", int64(len(data))-2, buf)
+	if err != nil || n != 2 || !bytes.Equal(buf[:2], data[len(data)-2:]) {
+		t.Fatalf("GetRange at the end: %d, %v", n, err)
+	}
+	var e *Error
+	if _, err := c.GetRange(context.Background(), bucket, "ranges", int64(len(data)), buf); !errors.As(err, &e) ||
+		e.HTTPStatus != 416 {
+		t.Fatalf("past the end: %v", err)
+	}
+	r, err := c.GetRangeReader(context.Background(), bucket, "ranges", 3, 7<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || !bytes.Equal(got, data[3:3+7<<20]) {
+		t.Fatalf("GetRangeReader: %d bytes, %v", len(got), err)
+	}
+}
+
+// A reader that is not read holds at most its window: the engine stops fetching.
+func TestGetReaderWindowBoundsMemory(t *testing.T) {
+	c, err := NewClient(Config{
+		"endpoint_url": endpoint, "access_key_id": "gantry", "secret_access_key": "gantry-secret-key",
+		"part_size": "5MiB", "max_connections": "4", "read_window": "10MiB",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.PutBytes(context.Background(), bucket, "window", pattern(64<<20, 51)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := c.Metrics()
+	r, err := c.GetReader(context.Background(), bucket, "window")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	time.Sleep(500 * time.Millisecond)
+	after, _ := c.Metrics()
+	got := after.BytesDownloaded - before.BytesDownloaded
+	// The reader's 16 MiB window, the engine's 10 MiB read window, and the parts in flight.
+	if got > 40<<20 {
+		t.Fatalf("an unread reader downloaded the whole object (%d bytes)", got)
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		t.Fatal(err)
 	}
 }

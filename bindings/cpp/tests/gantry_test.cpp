@@ -4,10 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -112,6 +118,109 @@ TEST_F(GantryTest, HandlesAreMoveOnly) {
     static_assert(!std::is_copy_constructible_v<gantry::Upload>);
     gantry::Client moved = std::move(client);
     EXPECT_EQ(moved.head_size(bucket, "obj-1"), 1u);
+}
+
+TEST_F(GantryTest, AsyncRequestsIntoCallerMemory) {
+    auto data = pattern(3 * (5u << 20) + 7, 77);
+    auto put = client.put_async(bucket, "async", data.data(), data.size());
+    EXPECT_EQ(put.wait(), data.size());
+    std::string back(data.size(), '\0');
+    std::string range(10, '\0');
+    // Several requests in flight at once, none of them holding a thread of ours.
+    auto whole = client.get_into_async(bucket, "async", back.data(), back.size());
+    auto part = client.get_range_into_async(bucket, "async", (5u << 20) - 3, range.data(), range.size());
+    EXPECT_EQ(whole.wait(), data.size());
+    EXPECT_EQ(part.wait(), 10u);
+    EXPECT_EQ(back, data);
+    EXPECT_EQ(range, data.substr((5u << 20) - 3, 10));
+    EXPECT_EQ(client.get_range_into(bucket, "async", data.size() - 2, range.data(), range.size()), 2u);
+
+    auto missing = client.get_into_async(bucket, "missing", back.data(), back.size());
+    try {
+        missing.wait();
+        FAIL() << "expected an error";
+    } catch (const gantry::Error &e) {
+        EXPECT_EQ(e.code(), GANTRY_RESULT_NOT_FOUND);
+    }
+    auto cancelled = client.get_into_async(bucket, "async", back.data(), back.size());
+    cancelled.cancel();
+    try {
+        cancelled.wait();  // may also have finished first
+    } catch (const gantry::Error &e) {
+        EXPECT_EQ(e.code(), GANTRY_RESULT_CANCELLED);
+    }
+}
+
+TEST_F(GantryTest, StreamWithCallerOpenedWindow) {
+    auto data = pattern(4 * (5u << 20) + 1, 78);
+    client.put(bucket, "windowed", data);
+    std::mutex mu;
+    std::string got;
+    std::vector<gantry::HeldChunk> kept;
+    std::atomic<uint64_t> delivered{0};
+    const uint64_t window = 1u << 20;
+    auto req = client.stream(
+        bucket, "windowed",
+        [&](const gantry::Chunk &c) {
+            std::lock_guard<std::mutex> lock(mu);
+            EXPECT_EQ(c.offset, got.size());
+            got.append(reinterpret_cast<const char *>(c.data), c.size);
+            if (kept.size() < 4) kept.push_back(c.retain());
+            delivered += c.size;
+            return true;
+        },
+        0, UINT64_MAX, window);
+    for (int i = 0; i < 400 && delivered < window; i++) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(delivered.load(), window) << "the stream must stop at the window";
+    req.open_window(UINT64_MAX);
+    EXPECT_EQ(req.wait(), data.size());
+    EXPECT_EQ(got, data);
+    for (const auto &h : kept) EXPECT_EQ(std::memcmp(h.data(), data.data() + h.offset(), h.size()), 0);
+
+    // A handler that returns false stops the stream; a throwing one too.
+    auto stopped = client.stream(bucket, "windowed", [](const gantry::Chunk &) { return false; });
+    EXPECT_THROW(stopped.wait(), gantry::Error);
+    auto thrown = client.stream(bucket, "windowed", [](const gantry::Chunk &) -> bool { throw std::runtime_error("x"); });
+    EXPECT_THROW(thrown.wait(), gantry::Error);
+}
+
+TEST_F(GantryTest, OwnedWritesAndCancelledUpload) {
+    auto data = pattern(2 * (5u << 20) + 5, 79);
+    {
+        auto up = client.upload(bucket, "owned");
+        up.write_owned(std::vector<uint8_t>(data.begin(), data.begin() + (5u << 20)));
+        up.write_owned(std::vector<uint8_t>(data.begin() + (5u << 20), data.end()));
+        up.complete();
+    }
+    EXPECT_EQ(client.get(bucket, "owned"), data);
+
+    auto up = client.upload(bucket, "cancelled");
+    std::thread canceller([&up] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        up.cancel();
+    });
+    auto piece = pattern(1u << 20, 80);
+    try {
+        for (int i = 0; i < 100000; i++) up.write(piece);
+        FAIL() << "the cancel never arrived";
+    } catch (const gantry::Error &e) {
+        EXPECT_EQ(e.code(), GANTRY_RESULT_CANCELLED);
+    }
+    canceller.join();
+    EXPECT_THROW(up.complete(), gantry::Error);
+    EXPECT_THROW(client.head_size(bucket, "cancelled"), gantry::Error);
+}
+
+TEST_F(GantryTest, MetricsAndLanes) {
+    client.put(bucket, "m", "x");
+    auto m = client.metrics();
+    EXPECT_EQ(m.struct_size, sizeof m);
+    EXPECT_GE(m.requests, 1u);
+    auto lanes = client.lane_metrics();
+    ASSERT_EQ(lanes.size(), 1u);
+    EXPECT_STREQ(lanes[0].name, "default");
+    EXPECT_EQ(lanes[0].bytes_uploaded, m.bytes_uploaded);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -24,11 +25,11 @@ func main() {
 		os.Exit(1)
 	}
 	defer c.Close()
-	if err := c.PutFile(bucket, key, file); err != nil {
+	if err := c.PutFile(context.Background(), bucket, key, file); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	n, err := c.GetToFile(bucket, key, file+".back")
+	n, err := c.GetToFile(context.Background(), bucket, key, file+".back")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
