@@ -19,7 +19,13 @@ import (
 var endpoint string
 
 // TestMain starts a real S3 server (`gantry serve`, the embedded s3s-fs server) for the tests.
+// GANTRY_TEST_ENDPOINT names a running server instead (with a bucket "gotests"), so the
+// benchmark can run side by side with the CLI against one server.
 func TestMain(m *testing.M) {
+	if e := os.Getenv("GANTRY_TEST_ENDPOINT"); e != "" {
+		endpoint = e
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "gantry-go")
 	if err != nil {
 		panic(err)
