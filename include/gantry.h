@@ -727,7 +727,8 @@ gantry_result gantry_get_range_into_start(const gantry_client *client,
 
 /*
  Starts downloading bucket/key into the file at `path` (a temporary file in the same
- directory, renamed over `path` only on success); the request's size is the object's size.
+ directory, renamed over `path` only on success; an existing device or FIFO such as
+ `/dev/null` is written in order instead); the request's size is the object's size.
 
  # Safety
  `client` is live and outlives the request; strings are NUL-terminated (copied).
@@ -911,7 +912,8 @@ gantry_result gantry_get_range_into(const gantry_client *client,
 
 /*
  Downloads bucket/key into the file at `path` (positional writes into a temporary file in the
- same directory, renamed over `path` only on success).
+ same directory, renamed over `path` only on success). An existing device or FIFO such as
+ `/dev/null` is opened and written in order instead of being replaced.
 
  # Safety
  `client` is live; string arguments are NUL-terminated.

@@ -183,11 +183,68 @@ impl Client {
     /// Downloads `bucket/key` into the file at `path` with parallel positional writes. The
     /// bytes go to a temporary file in the same directory that is renamed over `path` only
     /// when the download succeeded, so a failure never leaves a partial file at `path`.
+    ///
+    /// When `path` already exists and is not a regular file (a device such as `/dev/null`, a
+    /// FIFO, a socket), it is opened and written in order instead: renaming over it would
+    /// replace the device node, and a pipe's reader wants the bytes in order. A directory is
+    /// refused before any request.
     pub async fn download_to_file(&self, bucket: &str, key: &str, path: impl AsRef<Path>) -> Result<ObjectInfo> {
+        let path = path.as_ref().to_path_buf();
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_dir() => {
+                return Err(Error::invalid(Operation::LocalIo, format!("{} is a directory", path.display())))
+            }
+            Ok(meta) if !meta.is_file() => return self.download_to_special_file(bucket, key, &path).await,
+            _ => {}
+        }
         let shared = self.shared().clone();
         let (bucket, key): (Arc<str>, Arc<str>) = (bucket.into(), key.into());
-        let path = path.as_ref().to_path_buf();
         self.spawn(Operation::GetObject, async move { download_file(&shared, &bucket, &key, &path).await }).await
+    }
+
+    /// The in-order path of [`Client::download_to_file`] for devices and pipes: a blocking
+    /// thread writes (a pipe may block for as long as its reader likes, which must not stall a
+    /// network worker), fed through a short queue so a slow reader holds back the download
+    /// instead of filling memory.
+    async fn download_to_special_file(&self, bucket: &str, key: &str, path: &Path) -> Result<ObjectInfo> {
+        use std::io::Write as _;
+        let mut stream = self.get_stream(bucket, key).await?;
+        let info = stream.info().clone();
+        let (tx, mut rx) = mpsc::channel::<Bytes>(4);
+        let path = path.to_path_buf();
+        let writer = self.runtime_handle().spawn_blocking(move || -> Result<()> {
+            // Opening a FIFO for writing waits for its reader, so it happens on this thread.
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(|e| Error::local_io(format!("cannot open {}", path.display()), e))?;
+            while let Some(chunk) = rx.blocking_recv() {
+                file.write_all(&chunk).map_err(|e| Error::local_io("cannot write the downloaded bytes", e))?;
+            }
+            file.flush().map_err(|e| Error::local_io("cannot write the downloaded bytes", e))
+        });
+        let mut streamed = Ok(());
+        while let Some(chunk) = stream.next_chunk().await {
+            match chunk {
+                Ok(chunk) => {
+                    if tx.send(chunk).await.is_err() {
+                        break; // the writer failed; its error is reported below
+                    }
+                }
+                Err(e) => {
+                    streamed = Err(e);
+                    break;
+                }
+            }
+        }
+        drop(tx);
+        drop(stream);
+        let written =
+            writer.await.map_err(|_| Error::new(ErrorKind::Internal, Operation::LocalIo, "file writer panicked"))?;
+        // A write failure stops the download; report it rather than the cancellation it caused.
+        written?;
+        streamed?;
+        Ok(info)
     }
 
     /// Opens `bucket/key` as an in-order stream with a bounded read window (see

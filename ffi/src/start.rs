@@ -147,7 +147,8 @@ pub unsafe extern "C" fn gantry_get_range_into_start(
 }
 
 /// Starts downloading bucket/key into the file at `path` (a temporary file in the same
-/// directory, renamed over `path` only on success); the request's size is the object's size.
+/// directory, renamed over `path` only on success; an existing device or FIFO such as
+/// `/dev/null` is written in order instead); the request's size is the object's size.
 ///
 /// # Safety
 /// `client` is live and outlives the request; strings are NUL-terminated (copied).

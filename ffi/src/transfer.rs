@@ -91,7 +91,8 @@ pub unsafe extern "C" fn gantry_get_range_into(
 }
 
 /// Downloads bucket/key into the file at `path` (positional writes into a temporary file in the
-/// same directory, renamed over `path` only on success).
+/// same directory, renamed over `path` only on success). An existing device or FIFO such as
+/// `/dev/null` is opened and written in order instead of being replaced.
 ///
 /// # Safety
 /// `client` is live; string arguments are NUL-terminated.

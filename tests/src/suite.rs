@@ -223,6 +223,45 @@ pub fn missing_key_is_not_found(b: &Backend) {
     });
 }
 
+/// A download to a FIFO or a device writes into it in order and leaves the node in place
+/// (renaming a temporary file over `/dev/null` would replace the device); a directory is
+/// refused before any request.
+pub fn special_file_destinations(b: &Backend) {
+    use std::os::unix::fs::FileTypeExt;
+    use std::process::Command;
+    let client = b.client(|c| c);
+    let bucket = b.bucket(&client);
+    let dir = tempfile::tempdir().unwrap();
+    let size = 3 * PART + 5;
+    let data = pattern(size as usize, 77);
+    let want = sha256(&data);
+    client.block_on(client.put(&bucket, "special", data)).unwrap();
+
+    let fifo = dir.path().join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    let info = client.block_on(client.download_to_file(&bucket, "special", &fifo)).unwrap();
+    assert_eq!(info.size, size);
+    assert_eq!(sha256(&reader.join().unwrap()), want, "the FIFO's reader got the object in order");
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+
+    // A private /dev/null (mknod needs root; CI runs as root).
+    let null = dir.path().join("null");
+    if Command::new("mknod").arg(&null).args(["c", "1", "3"]).status().is_ok_and(|s| s.success()) {
+        let info = client.block_on(client.download_to_file(&bucket, "special", &null)).unwrap();
+        assert_eq!(info.size, size);
+        assert!(std::fs::metadata(&null).unwrap().file_type().is_char_device(), "the device node is still there");
+    }
+
+    let e = client.block_on(client.download_to_file(&bucket, "special", dir.path())).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(names.len() <= 2, "no temporary file left: {names:?}");
+}
+
 /// A caller buffer smaller than the object is refused before any byte is written.
 pub fn buffer_too_small(b: &Backend) {
     let client = b.client(|c| c);
