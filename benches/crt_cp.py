@@ -50,10 +50,16 @@ def main():
         max_active_connections_override=a.max_connections,
     )
     path = f"/{a.bucket}/{a.key}"
+    received = [0]
+
+    def on_progress(n):
+        received[0] += n
+
     start = time.monotonic()
     if a.op == "get":
         req = HttpRequest("GET", path, HttpHeaders([("Host", host)]))
-        r = client.make_request(type=S3RequestType.GET_OBJECT, request=req, recv_filepath=a.path)
+        r = client.make_request(type=S3RequestType.GET_OBJECT, request=req, recv_filepath=a.path,
+                                on_progress=on_progress)
     else:
         size = os.path.getsize(a.path)
         headers = HttpHeaders([("Host", host), ("Content-Length", str(size)), ("Content-Type", "application/octet-stream")])
@@ -61,7 +67,8 @@ def main():
         r = client.make_request(type=S3RequestType.PUT_OBJECT, request=req, send_filepath=a.path)
     r.finished_future.result()
     seconds = time.monotonic() - start
-    size = os.path.getsize(a.path)
+    # Bytes received, not the file's size: the destination may be a device such as /dev/null.
+    size = received[0] if a.op == "get" else os.path.getsize(a.path)
     ru = resource.getrusage(resource.RUSAGE_SELF)
     print(json.dumps({
         "client": "awscrt", "direction": "download" if a.op == "get" else "upload", "bytes": size,

@@ -463,7 +463,8 @@ gantry_result gantry_config_new(gantry_config **out_config, gantry_error **out_e
  read_idle_timeout_ms, min_throughput_bytes_per_sec (0 disables), min_throughput_window_ms,
  operation_timeout_ms (0 = none), max_attempts, retry_budget_tokens (0 disables),
  checksum_algorithm (crc64nvme/crc32c), checksum_upload (none/header/trailer),
- verify_checksums (true/false), hedging (true/false), worker_threads, nic (repeat to add
+ verify_checksums (true/false), hedging (true/false), worker_threads, tcp_recv_buffer and
+ tcp_send_buffer (sizes; unset = kernel autotuning), nic (repeat to add
  interfaces), bind (repeat to add source addresses). An unknown key or a bad value returns GANTRY_RESULT_INVALID_ARGUMENT and leaves
  the configuration unchanged; cross-field checks happen in gantry_client_new.
 

@@ -43,6 +43,10 @@ pub(crate) struct ClientArgs {
     /// Local source address to spread connections across (repeatable).
     #[arg(long = "bind", value_name = "ADDR")]
     binds: Vec<std::net::IpAddr>,
+    /// Any configuration key, e.g. --set worker_threads=1 (repeatable; applied after the
+    /// flags above; the keys are those of the C ABI's gantry_config_set).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
 }
 
 fn size(text: &str) -> Result<u64, String> {
@@ -84,6 +88,10 @@ impl ClientArgs {
         }
         if self.no_sign_request {
             b = b.credentials(CredentialsSource::Anonymous);
+        }
+        for kv in &self.sets {
+            let (key, value) = kv.split_once('=').ok_or_else(|| format!("--set {kv:?}: expected KEY=VALUE"))?;
+            b = b.set(key.trim(), value)?;
         }
         Ok(Client::new(b.build()?)?)
     }

@@ -41,6 +41,8 @@ pub const CONFIG_KEYS: &[(&str, &str)] = &[
     ("verify_checksums", "true/false"),
     ("hedging", "true/false"),
     ("worker_threads", "integer"),
+    ("tcp_recv_buffer", "size (SO_RCVBUF; unset = kernel autotuning)"),
+    ("tcp_send_buffer", "size (SO_SNDBUF; unset = kernel autotuning)"),
     ("nic", "interface name; repeat to add more"),
     ("bind", "source address; repeat to add more"),
 ];
@@ -171,6 +173,8 @@ impl ClientConfigBuilder {
                 self
             }
             "worker_threads" => self.worker_threads(num(key, value)?),
+            "tcp_recv_buffer" => self.tcp_recv_buffer_bytes(size(key, value)? as usize),
+            "tcp_send_buffer" => self.tcp_send_buffer_bytes(size(key, value)? as usize),
             "nic" => {
                 self.interfaces_mut().push(value.to_string());
                 self
@@ -229,11 +233,13 @@ mod tests {
             .and_then(|b| b.set("secret_access_key", "SK"))
             .and_then(|b| b.set("connect_timeout_ms", "1500"))
             .and_then(|b| b.set("max_connections", "7"))
+            .and_then(|b| b.set("tcp_recv_buffer", "256KiB"))
             .unwrap()
             .build()
             .unwrap();
         assert_eq!(c.part_size_bytes(), 16 * MIB);
         assert_eq!(c.max_connections(), 7);
+        assert_eq!(c.tcp_recv_buffer_bytes, Some(256 << 10));
         assert_eq!(c.timeouts.connect, std::time::Duration::from_millis(1500));
         assert!(
             matches!(&c.credentials, crate::CredentialsSource::Static(k) if k.access_key_id == "AK" && k.secret_access_key == "SK")
