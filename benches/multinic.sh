@@ -1,62 +1,108 @@
 #!/usr/bin/env bash
 # Multi-NIC benchmark: 4 emulated NICs (tests/scripts/multinic.sh) at RATE each, MTU 9000 and
-# MTU 1500; gantry and the AWS CRT's S3Client (network_interface_names) download the same
-# object over the same NICs with the same connection count, alternating, ROUNDS rounds after a
-# warm-up. Prints aggregate throughput as a share of the NICs' total rate, client CPU seconds
-# per GiB, and gantry/CRT ratios (medians).
+# MTU 1500. On the same server, object, NICs and connection count, alternating, ROUNDS rounds
+# after a warm-up:
+#   gantry        `gantry cp` with its defaults (--nic x4, --max-connections CONNECTIONS)
+#   gantry-rcv256 the same with --set tcp_recv_buffer=256KiB (fixed socket receive buffer)
+#   awscrt        the AWS CRT's S3Client with network_interface_names (benches/crt_cp.py)
+#   curl          the floor: CONNECTIONS plain curl processes, one ranged GET each, bound to
+#                 the NICs round-robin (no part logic, no client work beyond the socket read)
+# Every client writes to /dev/null: the subject is the network path, not this VM's disk.
+# Prints throughput as a share of the NICs' total rate, client CPU seconds per GiB, host CPU
+# seconds per GiB (all busy time of both vCPUs: kernel packet work lands in whichever task
+# happens to run, so only the host total compares fairly), and ratios to the CRT (medians).
 #
-#   sudo benches/multinic.sh [RATE_MBIT=800] [SIZE_MIB=256] [ROUNDS=3] [CONNECTIONS=16]
+#   sudo benches/multinic.sh [RATE_MBIT=800] [SIZE_MIB=1024] [ROUNDS=3] [CONNECTIONS=16]
 #
-# Needs root, iproute2, cargo build --release, pip install awscrt.
+# Needs root, iproute2, curl, cargo build --release, pip install awscrt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rate="${1:-800}"; size_mib="${2:-256}"; rounds="${3:-3}"; conns="${4:-16}"
+rate="${1:-800}"; size_mib="${2:-1024}"; rounds="${3:-3}"; conns="${4:-16}"
 id="b$$"; C="gmc$id"; S="gms$id"
 work="$(mktemp -d)"
 cleanup() { kill "${server_pid:-}" 2>/dev/null || true; bash tests/scripts/multinic.sh down "$id"; rm -rf "$work"; }
 trap cleanup EXIT
 export AWS_ACCESS_KEY_ID=gantry AWS_SECRET_ACCESS_KEY=gantry-secret-key
 endpoint=http://10.201.100.1:8014
+nics=(--nic gn0 --nic gn1 --nic gn2 --nic gn3)
 head -c $((size_mib << 20)) /dev/urandom > "$work/obj"
 results="$work/results.jsonl"
+
+host_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6}' /proc/stat; }
+
+run_client() { # client -> one JSON line on stdout (bytes, seconds, cpu_user_s, cpu_sys_s)
+    local client="$1" t0 t1
+    case "$client" in
+    gantry | gantry-rcv256)
+        local extra=(); [[ $client == gantry-rcv256 ]] && extra=(--set tcp_recv_buffer=256KiB)
+        ip netns exec "$C" /usr/bin/time -f '%U %S' -o "$work/t" target/release/gantry cp --json \
+            --endpoint-url $endpoint --max-connections "$conns" "${nics[@]}" "${extra[@]}" s3://bkt/obj /dev/null ;;
+    awscrt)
+        ip netns exec "$C" /usr/bin/time -f '%U %S' -o "$work/t" python3 benches/crt_cp.py get $endpoint bkt obj \
+            /dev/null --max-connections "$conns" "${nics[@]}" ;;
+    curl)
+        t0=$(date +%s.%N)
+        ip netns exec "$C" /usr/bin/time -f '%U %S' -o "$work/t" bash -c '
+            n=$1; size=$2; step=$((size / n)); pids=
+            for ((i = 0; i < n; i++)); do
+                s=$((i * step)); e=$((i == n - 1 ? size - 1 : s + step - 1))
+                curl -sSf -o /dev/null --interface gn$((i % 4)) -r $s-$e \
+                    --aws-sigv4 aws:amz:us-east-1:s3 --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
+                    -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$3/bkt/obj" & pids="$pids $!"
+            done
+            for p in $pids; do wait $p; done' _ "$conns" $((size_mib << 20)) "$endpoint"
+        t1=$(date +%s.%N)
+        echo "{\"bytes\": $((size_mib << 20)), \"seconds\": $(python3 -c "print($t1 - $t0)")}" ;;
+    esac
+}
+
+clients=(gantry gantry-rcv256 awscrt curl)
 for mtu in 9000 1500; do
     bash tests/scripts/multinic.sh up "$id" 4 "$mtu" "${rate}mbit"
     ip netns exec "$S" target/release/gantry serve --dir "$work/srv" --addr 10.201.100.1:8014 --bucket bkt 2>/dev/null &
     server_pid=$!
     until ip netns exec "$C" bash -c "exec 3<>/dev/tcp/10.201.100.1/8014" 2>/dev/null; do sleep 0.1; done
-    ip netns exec "$C" target/release/gantry cp -q --endpoint-url $endpoint "$work/obj" s3://bkt/obj --nic gn0 --nic gn1 --nic gn2 --nic gn3
+    ip netns exec "$C" target/release/gantry cp -q --endpoint-url $endpoint "$work/obj" s3://bkt/obj "${nics[@]}"
     for r in $(seq 0 "$rounds"); do
-        g=$(ip netns exec "$C" /usr/bin/time -f '%U %S' -o "$work/t" target/release/gantry cp --json --endpoint-url $endpoint \
-            --max-connections "$conns" --nic gn0 --nic gn1 --nic gn2 --nic gn3 s3://bkt/obj "$work/down")
-        g=$(python3 -c "import json,sys;j=json.loads(sys.argv[1]);u,s=open(sys.argv[2]).read().split()[-2:];j.update(client='gantry',cpu_user_s=float(u),cpu_sys_s=float(s));print(json.dumps(j))" "$g" "$work/t")
-        c=$(ip netns exec "$C" python3 benches/crt_cp.py get $endpoint bkt obj "$work/down" --max-connections "$conns" \
-            --nic gn0 --nic gn1 --nic gn2 --nic gn3)
-        if [[ $r -gt 0 ]]; then
-            echo "$g" | python3 -c "import json,sys;j=json.load(sys.stdin);j['mtu']=$mtu;print(json.dumps(j))" >> "$results"
-            echo "$c" | python3 -c "import json,sys;j=json.load(sys.stdin);j['mtu']=$mtu;print(json.dumps(j))" >> "$results"
-        fi
+        for c in "${clients[@]}"; do
+            read -r b0 i0 < <(host_busy)
+            j=$(run_client "$c")
+            read -r b1 i1 < <(host_busy)
+            [[ $r -gt 0 ]] || continue
+            python3 - "$j" "$work/t" "$c" "$mtu" $((b1 - b0)) $((i1 - i0)) >> "$results" <<'PY'
+import json, os, sys
+j = json.loads(sys.argv[1])
+u, s = map(float, open(sys.argv[2]).read().split()[-2:])
+busy, idle = int(sys.argv[5]), int(sys.argv[6])
+hz = os.sysconf("SC_CLK_TCK")
+print(json.dumps({"client": sys.argv[3], "mtu": int(sys.argv[4]), "bytes": j["bytes"], "seconds": j["seconds"],
+                  "cpu_s": u + s, "host_cpu_s": busy / hz, "host_busy": busy / max(1, busy + idle)}))
+PY
+        done
     done
     kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
     bash tests/scripts/multinic.sh down "$id"
 done
-python3 - "$results" "$rate" "$size_mib" "$conns" <<'PY'
+python3 - "$results" "$rate" "$size_mib" "$conns" "${clients[@]}" <<'PY'
 import json, sys, statistics as st
 rows = [json.loads(l) for l in open(sys.argv[1])]
-rate, size, conns = int(sys.argv[2]), sys.argv[3], sys.argv[4]
+rate, size, conns, clients = int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
 total = 4 * rate
-print(f"4 NICs x {rate} Mbit/s (tbf), {size} MiB object, {conns} connections, medians of {len(rows)//4} rounds\n")
-print("| MTU | client | Mbit/s | % of aggregate | CPU s/GiB |")
-print("|---|---|---|---|---|")
-med = {}
+n = len(rows) // (2 * len(clients))
+print(f"4 NICs x {rate} Mbit/s (tbf), {size} MiB object to /dev/null, {conns} connections, medians of {n} rounds\n")
+print("| MTU | client | Mbit/s | % of aggregate | client CPU s/GiB | host CPU s/GiB | host busy | vs CRT |")
+print("|---|---|---|---|---|---|---|---|")
 for mtu in (9000, 1500):
-    for c in ("gantry", "awscrt"):
+    med = {}
+    for c in clients:
         rs = [r for r in rows if r["mtu"] == mtu and r["client"] == c]
-        mbit = st.median(r["bytes"] * 8 / r["seconds"] / 1e6 for r in rs)
-        cpu = st.median((r["cpu_user_s"] + r["cpu_sys_s"]) / (r["bytes"] / 2**30) for r in rs)
-        med[(mtu, c)] = (mbit, cpu)
-        print(f"| {mtu} | {c} | {mbit:.0f} | {100*mbit/total:.0f}% | {cpu:.2f} |")
-print()
-for mtu in (9000, 1500):
-    g, c = med[(mtu, "gantry")], med[(mtu, "awscrt")]
-    print(f"MTU {mtu}: gantry/CRT throughput {g[0]/c[0]:.2f}x, CPU per GiB {g[1]/c[1]:.2f}x")
+        gib = [r["bytes"] / 2**30 for r in rs]
+        med[c] = (st.median(r["bytes"] * 8 / r["seconds"] / 1e6 for r in rs),
+                  st.median(r["cpu_s"] / g for r, g in zip(rs, gib)),
+                  st.median(r["host_cpu_s"] / g for r, g in zip(rs, gib)),
+                  st.median(r["host_busy"] for r in rs))
+    for c in clients:
+        mbit, cpu, host, busy = med[c]
+        print(f"| {mtu} | {c} | {mbit:.0f} | {100*mbit/total:.0f}% | {cpu:.2f} | {host:.2f} | {100*busy:.0f}% "
+              f"| {mbit/med['awscrt'][0]:.2f}x |")
 PY
