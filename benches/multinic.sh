@@ -14,9 +14,15 @@
 #
 #   sudo benches/multinic.sh [RATE_MBIT=800] [SIZE_MIB=1024] [ROUNDS=3] [CONNECTIONS=16]
 #
-# Needs root, iproute2, curl, cargo build --release, pip install awscrt.
+# Needs root (namespaces, tc); installs what else it needs (iproute2, curl, awscrt) and builds
+# gantry in release mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+for tool in ip:iproute2 curl:curl; do
+    command -v "${tool%%:*}" >/dev/null || { apt-get update -qq && apt-get install -y -qq "${tool#*:}"; }
+done
+python3 -m pip install --quiet --disable-pip-version-check -r benches/requirements.txt
+cargo build --release --quiet -p gantry-cli
 rate="${1:-800}"; size_mib="${2:-1024}"; rounds="${3:-3}"; conns="${4:-16}"
 id="b$$"; C="gmc$id"; S="gms$id"
 work="$(mktemp -d)"
