@@ -1,6 +1,6 @@
 //! `gantry cp SRC DST`.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -155,19 +155,8 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
             (info.size, "download")
         }
         (Location::S3 { bucket, key }, Location::Std) => {
-            let mut out = std::io::stdout().lock();
-            let n = client.block_on(async {
-                let mut stream = client.get_stream(&bucket, &key).await?;
-                let mut n = 0u64;
-                while let Some(chunk) = stream.next_chunk().await {
-                    let chunk = chunk?;
-                    out.write_all(&chunk)?;
-                    n += chunk.len() as u64;
-                }
-                out.flush()?;
-                Ok::<_, Box<dyn std::error::Error>>(n)
-            })?;
-            (n, "download")
+            let info = client.block_on(client.download_to_writer(&bucket, &key, std::io::stdout()))?;
+            (info.size, "download")
         }
         (Location::Local(path), Location::S3 { bucket, key }) => {
             let key = dest_key(&key, &path)?;

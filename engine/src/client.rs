@@ -1,6 +1,7 @@
 //! The public [`Client`]: owns (or borrows) a tokio runtime and runs every transfer on it.
 
 use std::future::Future;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -202,48 +203,46 @@ impl Client {
         self.spawn(Operation::GetObject, async move { download_file(&shared, &bucket, &key, &path).await }).await
     }
 
-    /// The in-order path of [`Client::download_to_file`] for devices and pipes: a blocking
-    /// thread writes (a pipe may block for as long as its reader likes, which must not stall a
-    /// network worker), fed through a short queue so a slow reader holds back the download
-    /// instead of filling memory.
+    /// Writes the object into `writer` in order (standard output, a socket, a pipe) and
+    /// returns its size, ETag and metadata. Writes happen on a blocking thread of their own, so
+    /// a writer that blocks (a pipe whose reader is slow) never stalls a network worker; it
+    /// holds the download back through the stream's read window instead of filling memory.
+    /// Chunks that arrive together are written together (one vectored write per batch of up
+    /// to 1 MiB). The writer is flushed at the end and dropped on the writer thread.
+    pub async fn download_to_writer<W: Write + Send + 'static>(
+        &self,
+        bucket: &str,
+        key: &str,
+        writer: W,
+    ) -> Result<ObjectInfo> {
+        self.download_into(bucket, key, move || Ok(writer)).await
+    }
+
+    /// The in-order path of [`Client::download_to_file`] for devices and pipes: renaming a
+    /// temporary file over them would replace the node, and a pipe's reader wants the bytes in
+    /// order. The file is opened on the writer's thread: opening a FIFO for writing waits for
+    /// its reader.
     async fn download_to_special_file(&self, bucket: &str, key: &str, path: &Path) -> Result<ObjectInfo> {
-        use std::io::Write as _;
-        let mut stream = self.get_stream(bucket, key).await?;
-        let info = stream.info().clone();
-        let (tx, mut rx) = mpsc::channel::<Bytes>(4);
         let path = path.to_path_buf();
-        let writer = self.runtime_handle().spawn_blocking(move || -> Result<()> {
-            // Opening a FIFO for writing waits for its reader, so it happens on this thread.
-            let mut file = std::fs::OpenOptions::new()
+        self.download_into(bucket, key, move || {
+            std::fs::OpenOptions::new()
                 .write(true)
                 .open(&path)
-                .map_err(|e| Error::local_io(format!("cannot open {}", path.display()), e))?;
-            while let Some(chunk) = rx.blocking_recv() {
-                file.write_all(&chunk).map_err(|e| Error::local_io("cannot write the downloaded bytes", e))?;
-            }
-            file.flush().map_err(|e| Error::local_io("cannot write the downloaded bytes", e))
-        });
-        let mut streamed = Ok(());
-        while let Some(chunk) = stream.next_chunk().await {
-            match chunk {
-                Ok(chunk) => {
-                    if tx.send(chunk).await.is_err() {
-                        break; // the writer failed; its error is reported below
-                    }
-                }
-                Err(e) => {
-                    streamed = Err(e);
-                    break;
-                }
-            }
-        }
-        drop(tx);
-        drop(stream);
-        let written =
-            writer.await.map_err(|_| Error::new(ErrorKind::Internal, Operation::LocalIo, "file writer panicked"))?;
-        // A write failure stops the download; report it rather than the cancellation it caused.
-        written?;
-        streamed?;
+                .map_err(|e| Error::local_io(format!("cannot open {}", path.display()), e))
+        })
+        .await
+    }
+
+    /// Streams the object into the writer `open` returns, on the client's workers (not the
+    /// caller's thread, which may be a `block_on` that would be woken for every chunk).
+    async fn download_into<W, O>(&self, bucket: &str, key: &str, open: O) -> Result<ObjectInfo>
+    where
+        W: Write + 'static,
+        O: FnOnce() -> Result<W> + Send + 'static,
+    {
+        let stream = self.get_stream(bucket, key).await?;
+        let info = stream.info().clone();
+        self.spawn(Operation::GetObject, download::to_writer::stream_into(stream, open)).await?;
         Ok(info)
     }
 

@@ -14,7 +14,7 @@ macro_rules! conformance_tests {
             etag_change_mid_download, missing_key_is_not_found, buffer_too_small,
             list_pages_and_delete, wrong_credentials_fail_fast, cancelled_upload_leaves_nothing,
             signed_payloads, stream_backpressure, ranged_reads, checksum_modes,
-            special_file_destinations);
+            special_file_destinations, download_to_writer);
     };
     (@cases $backend:expr; $($case:ident),*) => {$(
         #[test]

@@ -262,6 +262,58 @@ pub fn special_file_destinations(b: &Backend) {
     assert!(names.len() <= 2, "no temporary file left: {names:?}");
 }
 
+/// `download_to_writer` delivers every byte in order into a writer that takes only a few
+/// bytes per call and sometimes stalls (as a pipe does), and a writer that fails stops the
+/// download with the writer's error, not a hang.
+pub fn download_to_writer(b: &Backend) {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    /// Takes at most 100,000 bytes per call and sleeps now and then; fails after `fail_after`.
+    struct Choppy {
+        out: Arc<Mutex<Vec<u8>>>,
+        calls: u64,
+        fail_after: usize,
+    }
+    impl Write for Choppy {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let mut out = self.out.lock().unwrap();
+            if out.len() >= self.fail_after {
+                return Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "reader went away"));
+            }
+            self.calls += 1;
+            if self.calls % 16 == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let n = buf.len().min(100_000);
+            out.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    let client = b.client(|c| c);
+    let bucket = b.bucket(&client);
+    let size = 3 * PART + 12_345;
+    let data = pattern(size as usize, 91);
+    let want = sha256(&data);
+    client.block_on(client.put(&bucket, "w", data)).unwrap();
+
+    let out = Arc::new(Mutex::new(Vec::new()));
+    let writer = Choppy { out: out.clone(), calls: 0, fail_after: usize::MAX };
+    let info = client.block_on(client.download_to_writer(&bucket, "w", writer)).unwrap();
+    assert_eq!(info.size, size);
+    assert_eq!(sha256(&out.lock().unwrap()), want, "every byte, in order");
+
+    let writer = Choppy { out: Arc::new(Mutex::new(Vec::new())), calls: 0, fail_after: PART as usize };
+    let e = client.block_on(client.download_to_writer(&bucket, "w", writer)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LocalIo, "{e}");
+    let e = client.block_on(client.download_to_writer(&bucket, "nope", Vec::new())).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+}
+
 /// A caller buffer smaller than the object is refused before any byte is written.
 pub fn buffer_too_small(b: &Backend) {
     let client = b.client(|c| c);

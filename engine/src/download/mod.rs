@@ -26,6 +26,7 @@
 pub(crate) mod hedge;
 pub(crate) mod plan;
 pub(crate) mod stream;
+pub(crate) mod to_writer;
 
 use std::future::Future;
 use std::ops::Range;
