@@ -282,7 +282,7 @@ pub fn download_to_writer(b: &Backend) {
                 return Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "reader went away"));
             }
             self.calls += 1;
-            if self.calls % 16 == 0 {
+            if self.calls.is_multiple_of(16) {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
             let n = buf.len().min(100_000);
