@@ -373,10 +373,7 @@ async fn download_file(shared: &Arc<Shared>, bucket: &Arc<str>, key: &Arc<str>, 
     let (head_tx, mut head_rx) = oneshot::channel();
     let downloaded =
         download::run(shared.clone(), bucket.clone(), key.clone(), None, Delivery::Copy(tx), head_tx).await;
-    let written =
-        writer.await.map_err(|_| Error::new(ErrorKind::Internal, Operation::LocalIo, "file writer panicked"))?;
-    // A write failure stops the download; report it rather than the cancellation it caused.
-    written?;
+    download::to_writer::join_writer(writer).await?;
     downloaded?;
     let info = head_rx.try_recv().map_err(|_| Error::cancelled(Operation::GetObject))?;
     temp.persist(path)?;

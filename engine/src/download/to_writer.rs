@@ -25,13 +25,13 @@ const BATCH_WAIT: Duration = Duration::from_millis(5);
 /// (through the stream's read window) instead of filling memory.
 const QUEUED_BATCHES: usize = 2;
 
-/// Streams every byte of `stream` into the writer that `open` returns, in order, and returns
-/// the number of bytes written. `open` runs on the writer's thread, since opening a FIFO for
-/// writing waits for its reader. Must run on a tokio runtime (the client's workers).
+/// Streams every byte of `stream` into the writer that `open` returns, in order. `open` runs
+/// on the writer's thread, since opening a FIFO for writing waits for its reader. Must run on
+/// a tokio runtime (the client's workers).
 ///
 /// A write failure stops the download and is the error reported (not the cancellation it
 /// caused); otherwise a download failure is reported.
-pub(crate) async fn stream_into<W, O>(mut stream: GetStream, open: O) -> Result<u64>
+pub(crate) async fn stream_into<W, O>(mut stream: GetStream, open: O) -> Result<()>
 where
     O: FnOnce() -> Result<W> + Send + 'static,
     W: Write + 'static,
@@ -39,53 +39,54 @@ where
     let (tx, mut rx) = mpsc::channel::<Vec<Bytes>>(QUEUED_BATCHES);
     let writer = tokio::task::spawn_blocking(move || -> Result<()> {
         let mut out = open()?;
-        while let Some(batch) = rx.blocking_recv() {
-            write_batch(&mut out, &batch).map_err(|e| Error::local_io("cannot write the downloaded bytes", e))?;
-        }
-        out.flush().map_err(|e| Error::local_io("cannot write the downloaded bytes", e))
+        let mut write_all = || -> std::io::Result<()> {
+            while let Some(batch) = rx.blocking_recv() {
+                write_batch(&mut out, &batch)?;
+            }
+            out.flush()
+        };
+        write_all().map_err(|e| Error::local_io("cannot write the downloaded bytes", e))
     });
     let streamed = feed(&mut stream, &tx).await;
     drop(tx);
     drop(stream);
-    let written =
-        writer.await.map_err(|_| Error::new(ErrorKind::Internal, Operation::LocalIo, "file writer panicked"))?;
-    written?;
+    join_writer(writer).await?;
     streamed
+}
+
+/// Waits for a download's writer thread. Its error comes first: a write failure stops the
+/// download, and the caller reports it rather than the cancellation it caused.
+pub(crate) async fn join_writer(writer: tokio::task::JoinHandle<Result<()>>) -> Result<()> {
+    writer.await.map_err(|_| Error::new(ErrorKind::Internal, Operation::LocalIo, "file writer panicked"))?
 }
 
 /// Moves the stream's chunks into the writer's queue in batches; stops early (with `Ok`) when
 /// the writer has gone, whose error the caller reports.
-async fn feed(stream: &mut GetStream, tx: &mpsc::Sender<Vec<Bytes>>) -> Result<u64> {
-    let mut total = 0u64;
-    let mut ended = false;
-    while !ended {
-        let Some(first) = stream.next_chunk().await else { break };
+async fn feed(stream: &mut GetStream, tx: &mpsc::Sender<Vec<Bytes>>) -> Result<()> {
+    while let Some(first) = stream.next_chunk().await {
         let first = first?;
         let mut size = first.len();
         let mut batch = vec![first];
-        let deadline = tokio::time::Instant::now() + BATCH_WAIT;
+        // One timer per batch, not per chunk; `next_chunk` keeps its progress in the stream,
+        // so abandoning it when the timer fires loses nothing.
+        let wait = tokio::time::sleep(BATCH_WAIT);
+        tokio::pin!(wait);
         while size < BATCH_BYTES {
-            // `next_chunk` keeps its progress in the stream, so giving up on it at the
-            // deadline loses nothing.
-            match tokio::time::timeout_at(deadline, stream.next_chunk()).await {
-                Ok(Some(chunk)) => {
-                    let chunk = chunk?;
-                    size += chunk.len();
-                    batch.push(chunk);
-                }
-                Ok(None) => {
-                    ended = true;
-                    break;
-                }
-                Err(_) => break,
-            }
+            let next = tokio::select! {
+                biased;
+                next = stream.next_chunk() => next,
+                _ = &mut wait => break,
+            };
+            let Some(chunk) = next else { break };
+            let chunk = chunk?;
+            size += chunk.len();
+            batch.push(chunk);
         }
-        total += size as u64;
         if tx.send(batch).await.is_err() {
             break;
         }
     }
-    Ok(total)
+    Ok(())
 }
 
 /// Writes every chunk of `batch` with as few system calls as the writer allows.
