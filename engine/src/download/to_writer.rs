@@ -2,7 +2,7 @@
 //! standard output, a socket) on a thread of its own.
 //!
 //! Why batches: the stream yields one chunk per socket read (tens of KiB). Handing each chunk
-//! to the writer thread separately woke that thread for almost every chunk, about 100,000
+//! to the writer thread separately woke that thread for almost every chunk, over 100,000
 //! thread wake-ups per GiB, which cost more CPU than the writes. Chunks that arrive close
 //! together now travel as one batch (up to [`BATCH_BYTES`], or what arrived within
 //! [`BATCH_WAIT`] of the batch's first chunk), written with one vectored write.
