@@ -37,6 +37,20 @@ pub(crate) struct ClientArgs {
     /// Send unsigned requests (public buckets).
     #[arg(long)]
     no_sign_request: bool,
+    /// Profile of ~/.aws/config and ~/.aws/credentials (default: AWS_PROFILE, else default).
+    #[arg(long)]
+    profile: Option<String>,
+    /// PEM file of CA certificates to trust instead of the system's (default: AWS_CA_BUNDLE,
+    /// the profile's ca_bundle).
+    #[arg(long, value_name = "PEM")]
+    ca_bundle: Option<PathBuf>,
+    /// Do not verify TLS certificates (test clusters only: anyone on the path can read and
+    /// change the traffic). Prints a warning every time.
+    #[arg(long)]
+    no_verify_ssl: bool,
+    /// Forward proxy http://[user:password@]host:port (default: HTTPS_PROXY / HTTP_PROXY).
+    #[arg(long, value_name = "URL")]
+    proxy: Option<String>,
     /// Network interface to spread connections across (repeatable; SO_BINDTODEVICE).
     #[arg(long = "nic", value_name = "NAME")]
     nics: Vec<String>,
@@ -86,14 +100,30 @@ impl ClientArgs {
         if !self.binds.is_empty() {
             b = b.bind_addresses(self.binds.clone());
         }
+        if let Some(p) = &self.profile {
+            b = b.credentials(CredentialsSource::Default { profile: Some(p.clone()) });
+        }
         if self.no_sign_request {
             b = b.credentials(CredentialsSource::Anonymous);
+        }
+        if let Some(p) = &self.ca_bundle {
+            b = b.ca_bundle(p);
+        }
+        if self.no_verify_ssl {
+            b = b.tls_verify(false);
+        }
+        if let Some(p) = &self.proxy {
+            b = b.proxy(p);
         }
         for kv in &self.sets {
             let (key, value) = kv.split_once('=').ok_or_else(|| format!("--set {kv:?}: expected KEY=VALUE"))?;
             b = b.set(key.trim(), value)?;
         }
-        Ok(Client::new(b.build()?)?)
+        let config = b.build()?;
+        if config.tls_trust().insecure_skip_verify {
+            eprintln!("gantry: warning: TLS certificates are NOT verified (--no-verify-ssl); the endpoint can be impersonated");
+        }
+        Ok(Client::new(config)?)
     }
 }
 
@@ -196,7 +226,14 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
     let seconds = start.elapsed().as_secs_f64();
     if args.json {
         let m = client.metrics().since(&before);
-        println!("{}", report(direction, bytes, seconds, &m));
+        let mut line = report(direction, bytes, seconds, &m);
+        line["credentials"] = serde_json::json!({
+            "source": client.credentials_source(),
+            "refreshes": m.credential_refreshes,
+            "refresh_failures": m.credential_refresh_failures,
+            "forced_refreshes": m.credential_forced_refreshes,
+        });
+        println!("{line}");
     }
     Ok(())
 }

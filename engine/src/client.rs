@@ -110,7 +110,15 @@ impl Client {
 
     /// A copy of the client's counters.
     pub fn metrics(&self) -> MetricsSnapshot {
-        self.shared().metrics.snapshot(self.shared().s3.http.lanes(), &self.shared().scheduler.memory)
+        let shared = self.shared();
+        shared.metrics.snapshot(shared.s3.http.lanes(), &shared.scheduler.memory, shared.s3.credentials.as_deref())
+    }
+
+    /// Where the credentials come from: `config` (explicit keys), `environment`,
+    /// `web identity`, `profile`, `container`, `imds`, `custom provider`; `None` when
+    /// requests are unsigned.
+    pub fn credentials_source(&self) -> Option<&'static str> {
+        self.shared().s3.credentials.as_ref().map(|c| c.source())
     }
 
     /// Runs `fut` to completion on the calling thread: the blocking entry point for

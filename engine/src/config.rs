@@ -10,6 +10,8 @@ use std::time::Duration;
 use crate::checksum::{ChecksumAlgorithm, ChecksumUpload};
 use crate::credentials::CredentialsSource;
 use crate::error::{Error, Operation, Result};
+use crate::http::proxy::ProxyRules;
+pub use crate::http::trust::TlsTrust;
 
 /// 1 MiB, the unit S3 sizes are usually given in.
 pub const MIB: u64 = 1024 * 1024;
@@ -177,6 +179,8 @@ pub struct ClientConfig {
     pub(crate) tcp_send_buffer_bytes: Option<usize>,
     pub(crate) network_interfaces: Vec<String>,
     pub(crate) bind_addresses: Vec<std::net::IpAddr>,
+    pub(crate) tls: TlsTrust,
+    pub(crate) proxy: ProxyRules,
 }
 
 /// A parsed endpoint URL.
@@ -252,6 +256,10 @@ impl ClientConfig {
     pub fn checksums(&self) -> Checksums {
         self.checksums
     }
+    /// Which TLS certificates are trusted (with the environment and profile applied).
+    pub fn tls_trust(&self) -> &TlsTrust {
+        &self.tls
+    }
 }
 
 /// Builder for [`ClientConfig`]. Setters consume and return the builder.
@@ -278,6 +286,9 @@ pub struct ClientConfigBuilder {
     tcp_send_buffer_bytes: Option<usize>,
     network_interfaces: Vec<String>,
     bind_addresses: Vec<std::net::IpAddr>,
+    tls: TlsTrust,
+    proxy: Option<String>,
+    no_proxy: Option<String>,
     read_env: bool,
 }
 
@@ -304,6 +315,9 @@ impl Default for ClientConfigBuilder {
             tcp_send_buffer_bytes: None,
             network_interfaces: Vec::new(),
             bind_addresses: Vec::new(),
+            tls: TlsTrust::default(),
+            proxy: None,
+            no_proxy: None,
             read_env: true,
         }
     }
@@ -419,6 +433,32 @@ impl ClientConfigBuilder {
         self.bind_addresses = addrs.into_iter().collect();
         self
     }
+    /// A PEM file of CA certificates to trust instead of the system's (private CAs: on-prem
+    /// MinIO or Ceph, a TLS-inspecting proxy). Default: `AWS_CA_BUNDLE`, the profile's
+    /// `ca_bundle`, else the system trust store.
+    pub fn ca_bundle(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.tls.ca_bundle = Some(path.into());
+        self
+    }
+    /// `false` turns TLS certificate verification off, for test clusters with throwaway
+    /// certificates only: anyone on the path can then read and change the traffic. A warning
+    /// is logged every time such a client is built. Default `true`.
+    pub fn tls_verify(mut self, verify: bool) -> Self {
+        self.tls.insecure_skip_verify = !verify;
+        self
+    }
+    /// A forward proxy (`http://[user:password@]host:port`) for every connection, winning over
+    /// `HTTPS_PROXY` / `HTTP_PROXY`. https targets go through a CONNECT tunnel.
+    pub fn proxy(mut self, url: impl Into<String>) -> Self {
+        self.proxy = Some(url.into());
+        self
+    }
+    /// Targets that bypass the proxy (`NO_PROXY` syntax: `*`, host suffixes, IPs, CIDRs,
+    /// comma-separated), winning over `NO_PROXY`.
+    pub fn no_proxy(mut self, list: impl Into<String>) -> Self {
+        self.no_proxy = Some(list.into());
+        self
+    }
     pub(crate) fn credentials_source(&self) -> &CredentialsSource {
         &self.credentials
     }
@@ -456,14 +496,22 @@ impl ClientConfigBuilder {
                 None
             }
         };
+        let endpoint_url =
+            self.endpoint_url.clone().or_else(|| env("AWS_ENDPOINT_URL_S3")).or_else(|| env("AWS_ENDPOINT_URL"));
+        // The SDKs' region chain: explicit, AWS_REGION, AWS_DEFAULT_REGION, the profile's
+        // region, then (for AWS endpoints only) the instance's placement region from IMDS.
+        let profile = match &self.credentials {
+            CredentialsSource::Default { profile } => profile.as_deref(),
+            _ => None,
+        };
         let region = self
             .region
             .clone()
             .or_else(|| env("AWS_REGION"))
             .or_else(|| env("AWS_DEFAULT_REGION"))
+            .or_else(|| self.read_env.then(|| crate::credentials::profile_value(profile, "region")).flatten())
+            .or_else(|| (self.read_env && endpoint_url.is_none()).then(crate::credentials::imds_region).flatten())
             .unwrap_or_else(|| "us-east-1".to_string());
-        let endpoint_url =
-            self.endpoint_url.clone().or_else(|| env("AWS_ENDPOINT_URL_S3")).or_else(|| env("AWS_ENDPOINT_URL"));
         let endpoint = endpoint_url.as_deref().map(Endpoint::parse).transpose()?;
         if !(MIN_PART_SIZE..=MAX_PART_SIZE).contains(&self.part_size_bytes) {
             return Err(bad(format!("part size {} must be between 5 MiB and 5 GiB", self.part_size_bytes)));
@@ -519,6 +567,19 @@ impl ClientConfigBuilder {
                 return Err(bad(format!("cannot bind to source address {ip}: {e} (is it an address of this host?)")));
             }
         }
+        let mut tls = self.tls.clone();
+        if tls.ca_bundle.is_none() {
+            tls.ca_bundle = env("AWS_CA_BUNDLE")
+                .or_else(|| self.read_env.then(|| crate::credentials::profile_value(profile, "ca_bundle")).flatten())
+                .map(Into::into);
+        }
+        let proxy = ProxyRules::new(self.proxy.as_deref(), self.no_proxy.as_deref(), |k| {
+            if self.read_env {
+                std::env::var(k).ok()
+            } else {
+                None
+            }
+        })?;
         let worker_threads =
             self.worker_threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
         Ok(ClientConfig {
@@ -541,6 +602,8 @@ impl ClientConfigBuilder {
             tcp_send_buffer_bytes: self.tcp_send_buffer_bytes,
             network_interfaces: self.network_interfaces,
             bind_addresses: self.bind_addresses,
+            tls,
+            proxy,
         })
     }
 }

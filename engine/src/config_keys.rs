@@ -45,6 +45,10 @@ pub const CONFIG_KEYS: &[(&str, &str)] = &[
     ("tcp_send_buffer", "size (SO_SNDBUF; unset = kernel autotuning)"),
     ("nic", "interface name; repeat to add more"),
     ("bind", "source address; repeat to add more"),
+    ("ca_bundle", "PEM file of CA certificates replacing the system trust store"),
+    ("tls_verify", "true/false; false disables certificate checks (test clusters only)"),
+    ("proxy", "http://[user:password@]host:port for every connection (wins over HTTPS_PROXY)"),
+    ("no_proxy", "comma-separated hosts, suffixes, IPs, CIDRs or * that bypass the proxy"),
 ];
 
 fn bad(key: &str, why: String) -> Error {
@@ -95,6 +99,10 @@ impl ClientConfigBuilder {
                 true => self.credentials(CredentialsSource::Anonymous),
                 false => self.credentials(CredentialsSource::Default { profile: None }),
             },
+            "ca_bundle" => self.ca_bundle(value),
+            "tls_verify" => self.tls_verify(boolean(key, value)?),
+            "proxy" => self.proxy(value),
+            "no_proxy" => self.no_proxy(value),
             "part_size" => self.part_size_bytes(size(key, value)?),
             "multipart_threshold" => self.multipart_threshold_bytes(size(key, value)?),
             "max_connections" => self.max_connections(num(key, value)?),

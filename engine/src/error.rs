@@ -35,6 +35,8 @@ pub enum Operation {
     CreateBucket,
     /// Building a client from its configuration.
     Config,
+    /// Fetching credentials (IMDS, STS, the container endpoint, SSO, a credential process).
+    FetchCredentials,
     /// Local file or caller-buffer I/O around a transfer.
     LocalIo,
 }

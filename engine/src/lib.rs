@@ -70,10 +70,10 @@ pub use checksum::{ChecksumAlgorithm, ChecksumUpload};
 pub use client::Client;
 pub use config::{
     parse_size, Addressing, Checksums, ClientConfig, ClientConfigBuilder, Endpoint, Hedging, PayloadSigning,
-    RetryConfig, Timeouts, MAX_PARTS, MAX_PART_SIZE, MIB, MIN_PART_SIZE,
+    RetryConfig, Timeouts, TlsTrust, MAX_PARTS, MAX_PART_SIZE, MIB, MIN_PART_SIZE,
 };
 pub use config_keys::CONFIG_KEYS;
-pub use credentials::{Credentials, CredentialsSource};
+pub use credentials::{Credentials, CredentialsSource, ProvideCredentials};
 pub use download::stream::GetStream;
 pub use error::{Error, ErrorKind, Operation, Result};
 pub use metrics::{LaneSnapshot, MetricsSnapshot, RetryCounts};

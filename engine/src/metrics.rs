@@ -131,6 +131,12 @@ pub struct MetricsSnapshot {
     pub memory_peak_bytes: u64,
     /// Per-lane counters, in configuration order (interfaces, then source addresses).
     pub lanes: Vec<LaneSnapshot>,
+    /// Credentials fetched from their source (the first fetch included).
+    pub credential_refreshes: u64,
+    /// Fetches of credentials that failed (the last good ones stayed in use if there were any).
+    pub credential_refresh_failures: u64,
+    /// Refreshes forced by the server refusing credentials as expired (`ExpiredToken`).
+    pub credential_forced_refreshes: u64,
 }
 
 impl MetricsSnapshot {
@@ -167,6 +173,9 @@ impl MetricsSnapshot {
                     connect_errors: now.connect_errors - then.connect_errors,
                 })
                 .collect(),
+            credential_refreshes: self.credential_refreshes - earlier.credential_refreshes,
+            credential_refresh_failures: self.credential_refresh_failures - earlier.credential_refresh_failures,
+            credential_forced_refreshes: self.credential_forced_refreshes - earlier.credential_forced_refreshes,
         }
     }
 }
@@ -218,8 +227,13 @@ impl Metrics {
         &self,
         lanes: &crate::http::Lanes,
         memory: &crate::buffer_pool::BufferPool,
+        credentials: Option<&crate::credentials::cache::CredentialsCache>,
     ) -> MetricsSnapshot {
+        let cred = credentials.map(|c| c.stats()).unwrap_or_default();
         MetricsSnapshot {
+            credential_refreshes: cred.refreshes,
+            credential_refresh_failures: cred.failures,
+            credential_forced_refreshes: cred.forced,
             bytes_downloaded: self.bytes_downloaded.load(Relaxed),
             bytes_uploaded: self.bytes_uploaded.load(Relaxed),
             requests: self.requests.load(Relaxed),

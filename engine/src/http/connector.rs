@@ -16,6 +16,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::TcpStream;
 
 use super::lanes::LocalBind;
+use super::proxy::{Proxy, ProxyRules};
 use crate::error::{Error, ErrorKind, Operation};
 
 /// Where a connection goes: scheme, host and port (the pool key without the local side).
@@ -34,6 +35,7 @@ pub(crate) struct Connector {
     pub(crate) recv_buffer: Option<usize>,
     pub(crate) send_buffer: Option<usize>,
     tls: Arc<rustls::ClientConfig>,
+    proxy: Arc<ProxyRules>,
 }
 
 impl std::fmt::Debug for Connector {
@@ -62,14 +64,43 @@ impl Connector {
         recv_buffer: Option<usize>,
         send_buffer: Option<usize>,
     ) -> Self {
-        let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-        let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .expect("ring supports the default TLS versions")
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Connector { connect_timeout, tls_timeout, recv_buffer, send_buffer, tls: Arc::new(tls) }
+        let tls = super::trust::client_config(&Default::default()).expect("the default trust needs no files");
+        Connector { connect_timeout, tls_timeout, recv_buffer, send_buffer, tls, proxy: Default::default() }
+    }
+
+    /// The same connector sending connections through `rules`' proxies.
+    pub(crate) fn with_proxy(mut self, rules: ProxyRules) -> Self {
+        self.proxy = Arc::new(rules);
+        self
+    }
+
+    /// Where a connection for `authority` is dialled: the proxy, or the target itself.
+    pub(crate) fn dial_target<'a>(&'a self, authority: &'a Authority) -> (&'a str, u16) {
+        match self.proxy.for_target(authority) {
+            Some(p) => (&p.host, p.port),
+            None => (&authority.host, authority.port),
+        }
+    }
+
+    /// The proxy that plain-http requests to `authority` are forwarded through (absolute-form
+    /// requests on a connection to the proxy), if any.
+    pub(crate) fn forward_proxy(&self, authority: &Authority) -> Option<&Proxy> {
+        self.proxy.for_target(authority).filter(|_| !authority.tls)
+    }
+
+    /// The same connector trusting what `tls` trusts.
+    pub(crate) fn with_tls(mut self, tls: Arc<rustls::ClientConfig>) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// The request target to send for `url` to `authority`: origin-form (`/path?query`) on a
+    /// direct connection.
+    pub(crate) fn request_target(&self, authority: &Authority, url: &str, origin_form: &str) -> String {
+        match self.forward_proxy(authority) {
+            Some(_) => url.to_string(),
+            None => origin_form.to_string(),
+        }
     }
 
     /// Connects to the first of `addrs` that answers, from the local end `bind`, reporting
@@ -129,6 +160,22 @@ impl Connector {
                 ))
             }
         };
+        let stream = match self.proxy.for_target(authority) {
+            Some(proxy) if authority.tls => {
+                match tokio::time::timeout(self.connect_timeout, tunnel(stream, authority, proxy)).await {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => return Err(e.with_operation(op)),
+                    Err(_) => {
+                        return Err(Error::new(
+                            ErrorKind::Timeout,
+                            op,
+                            format!("proxy {addr} did not open a tunnel within {:?}", self.connect_timeout),
+                        ))
+                    }
+                }
+            }
+            _ => stream,
+        };
         let result = if authority.tls {
             match tokio::time::timeout(self.tls_timeout, self.handshake_tls(stream, authority)).await {
                 Ok(r) => r,
@@ -153,6 +200,59 @@ impl Connector {
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         let tls = tokio_rustls::TlsConnector::from(self.tls.clone()).connect(name, stream).await?;
         handshake(TokioIo::new(tls)).await
+    }
+}
+
+/// Opens a `CONNECT` tunnel to `authority` through the proxy `stream` is connected to.
+async fn tunnel(mut stream: TcpStream, authority: &Authority, proxy: &Proxy) -> Result<TcpStream, Error> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let op = Operation::Config;
+    let target = if authority.host.contains(':') {
+        format!("[{}]:{}", authority.host, authority.port)
+    } else {
+        format!("{}:{}", authority.host, authority.port)
+    };
+    let mut head = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n");
+    if let Some(auth) = &proxy.authorization {
+        head.push_str(&format!("Proxy-Authorization: {auth}\r\n"));
+    }
+    head.push_str("\r\n");
+    let io = |e: std::io::Error| {
+        Error::new(ErrorKind::Connect, op, format!("proxy {}:{} broke off the CONNECT", proxy.host, proxy.port))
+            .with_source(e)
+    };
+    stream.write_all(head.as_bytes()).await.map_err(io)?;
+    // Read the answer's head only: the tunnel's first bytes after it belong to TLS, and the
+    // server says nothing before our ClientHello, so reading byte by byte over-reads nothing.
+    let mut answer = Vec::with_capacity(256);
+    while !answer.ends_with(b"\r\n\r\n") {
+        if answer.len() > 16 << 10 {
+            return Err(Error::new(ErrorKind::Protocol, op, "the proxy's CONNECT answer head is too long"));
+        }
+        let b = stream.read_u8().await.map_err(io)?;
+        answer.push(b);
+    }
+    let text = String::from_utf8_lossy(&answer);
+    let status_line = text.lines().next().unwrap_or_default().to_string();
+    let status: u16 = status_line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    match status {
+        200..=299 => Ok(stream),
+        407 => Err(Error::new(
+            ErrorKind::AccessDenied,
+            op,
+            format!(
+                "proxy {}:{} wants authentication ({status_line}); put user:password in the proxy URL",
+                proxy.host, proxy.port
+            ),
+        )
+        .with_http(407, None, None)
+        .with_retryable(false)),
+        _ => Err(Error::new(
+            ErrorKind::Connect,
+            op,
+            format!("proxy {}:{} refused the tunnel to {target}: {status_line}", proxy.host, proxy.port),
+        )
+        .with_http(status, None, None)),
     }
 }
 

@@ -7,7 +7,9 @@
 pub(crate) mod connector;
 pub(crate) mod lanes;
 pub(crate) mod pool;
+pub(crate) mod proxy;
 pub(crate) mod request_body;
+pub(crate) mod trust;
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -110,6 +112,23 @@ impl HttpClient {
         op: Operation,
     ) -> Result<http::Response<Body>, Error> {
         let mut conn = self.pool.checkout(authority, op).await?;
+        let mut req = req;
+        match self.pool.connector.forward_proxy(authority) {
+            // Absolute form (as signed) to a forwarding proxy, with its credentials.
+            Some(proxy) => {
+                if let Some(auth) = &proxy.authorization {
+                    if let Ok(v) = http::HeaderValue::from_str(auth) {
+                        req.headers_mut().insert(http::header::PROXY_AUTHORIZATION, v);
+                    }
+                }
+            }
+            // Origin form to the server itself.
+            None => {
+                if let Some(pq) = req.uri().path_and_query().cloned() {
+                    *req.uri_mut() = http::Uri::from(pq);
+                }
+            }
+        }
         let upload_len = req.body().len();
         let progress = req.body().progress();
         progress.restart();

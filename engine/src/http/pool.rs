@@ -30,7 +30,7 @@ struct Idle {
 #[derive(Debug)]
 pub(crate) struct Pool {
     idle: Mutex<HashMap<(Authority, usize), Vec<Idle>>>,
-    connector: Connector,
+    pub(crate) connector: Connector,
     pub(crate) lanes: Lanes,
     idle_timeout: Duration,
     metrics: Arc<Metrics>,
@@ -64,9 +64,12 @@ impl Pool {
                 conn.sender = Some(sender);
                 return Ok(conn);
             }
-            let addrs = self.lanes.addresses(&authority.host, authority.port).await.map_err(|e| {
-                Error::new(ErrorKind::Connect, op, format!("cannot resolve {}", authority.host)).with_source(e)
-            })?;
+            let (host, port) = self.connector.dial_target(authority);
+            let addrs = self
+                .lanes
+                .addresses(host, port)
+                .await
+                .map_err(|e| Error::new(ErrorKind::Connect, op, format!("cannot resolve {host}")).with_source(e))?;
             let bind = &self.lanes.get(lane).bind;
             match self
                 .connector

@@ -27,6 +27,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use crate::checksum::{ChecksumAlgorithm, ChecksumUpload, Crc};
 use crate::config::{Addressing, Checksums, ClientConfig, Endpoint, PayloadSigning};
+use crate::credentials::cache::{Cached, CredentialsCache};
 use crate::error::{Error, ErrorKind, Operation};
 use crate::http::{Authority, Body, Connector, HttpClient, Lanes, RequestBody};
 use crate::metrics::Metrics;
@@ -46,6 +47,8 @@ const MAX_XML_BYTES: usize = 16 << 20;
 pub(crate) struct S3 {
     pub(crate) http: HttpClient,
     signer: Signer,
+    /// `None`: anonymous (unsigned) requests.
+    pub(crate) credentials: Option<Arc<CredentialsCache>>,
     endpoint: Endpoint,
     addressing: Addressing,
     payload_signing: PayloadSigning,
@@ -107,7 +110,12 @@ impl<'a> S3Request<'a> {
 }
 
 impl S3 {
-    pub(crate) fn new(config: &ClientConfig, http: HttpClient, signer: Signer, metrics: Arc<Metrics>) -> Self {
+    pub(crate) fn new(
+        config: &ClientConfig,
+        http: HttpClient,
+        credentials: Option<Arc<CredentialsCache>>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
         let endpoint = config.endpoint.clone().unwrap_or_else(|| Endpoint {
             scheme: "https".into(),
             host: format!("s3.{}.amazonaws.com", config.region),
@@ -115,7 +123,8 @@ impl S3 {
         });
         S3 {
             http,
-            signer,
+            signer: Signer::new(config.region.clone(), "s3"),
+            credentials,
             endpoint,
             addressing: config.addressing,
             payload_signing: config.payload_signing,
@@ -130,14 +139,13 @@ impl S3 {
     pub(crate) fn from_config(config: &ClientConfig, metrics: Arc<Metrics>) -> Result<Self, Error> {
         let t = &config.timeouts;
         let connector =
-            Connector::new(t.connect, t.tls_handshake, config.tcp_recv_buffer_bytes, config.tcp_send_buffer_bytes);
+            Connector::new(t.connect, t.tls_handshake, config.tcp_recv_buffer_bytes, config.tcp_send_buffer_bytes)
+                .with_tls(crate::http::trust::client_config(&config.tls)?)
+                .with_proxy(config.proxy.clone());
         let lanes = Lanes::new(&config.network_interfaces, &config.bind_addresses);
+        let credentials = crate::credentials::cache_for(&config.credentials, &config.region, &connector)?;
         let http = HttpClient::new(connector, lanes, t, metrics.clone());
-        Ok(S3::new(config, http, S3::new_signer(config)?, metrics))
-    }
-
-    pub(crate) fn new_signer(config: &ClientConfig) -> Result<Signer, Error> {
-        Ok(Signer::new(config.credentials.resolve()?, config.region.clone()))
+        Ok(S3::new(config, http, credentials, metrics))
     }
 
     /// The algorithm of the checksum uploads carry, or `None` when they carry none.
@@ -164,8 +172,20 @@ impl S3 {
         }
     }
 
-    /// Builds and signs the HTTP request for one attempt.
+    /// Builds and signs the HTTP request for one attempt with the credentials held now
+    /// (without fetching any: synchronous callers such as the micro-benchmarks).
+    #[cfg_attr(not(feature = "bench-internals"), allow(dead_code))]
     pub(crate) fn build(&self, req: &S3Request<'_>) -> Result<(Authority, http::Request<RequestBody>), Error> {
+        let creds = self.credentials.as_ref().and_then(|c| c.peek());
+        self.build_signed(req, creds.as_deref())
+    }
+
+    /// Builds the HTTP request for one attempt, signed with `creds` (unsigned when `None`).
+    pub(crate) fn build_signed(
+        &self,
+        req: &S3Request<'_>,
+        creds: Option<&Cached>,
+    ) -> Result<(Authority, http::Request<RequestBody>), Error> {
         let path_style = self.path_style(req.bucket);
         let host =
             if path_style { self.endpoint.host.clone() } else { format!("{}.{}", req.bucket, self.endpoint.host) };
@@ -233,36 +253,58 @@ impl S3 {
             PayloadSigning::Unsigned if req.body.is_empty() => Payload::Signed(&[]),
             PayloadSigning::Unsigned => Payload::Unsigned,
         };
-        self.signer.sign(&mut request, payload, req.op)?;
+        if let Some(creds) = creds {
+            self.signer.sign(&mut request, payload, req.op, &creds.identity)?;
+        }
         let authority = Authority { tls: self.endpoint.scheme == "https", host, port: self.endpoint.port };
         Ok((authority, request))
     }
 
     /// One attempt: sends the request and maps a non-2xx answer to a typed error (reading
     /// its XML body). The 2xx body is left for the caller to read.
+    ///
+    /// A refusal of the credentials as expired or invalid (`ExpiredToken`, `InvalidToken`,
+    /// `TokenRefreshRequired`) with temporary credentials forces one refresh and one resend,
+    /// inside this attempt: the request did nothing wrong, its keys just aged.
     pub(crate) async fn send(&self, req: &S3Request<'_>, attempt: u32) -> Result<http::Response<Body>, Error> {
-        let (authority, request) = self.build(req)?;
-        self.metrics.add_request(attempt > 0);
-        let result = self.http.send(&authority, request, req.op).await;
-        let mut response = match result {
-            Ok(r) => r,
-            Err(e) => {
-                self.metrics.add_error();
-                return Err(e);
+        let mut creds = match &self.credentials {
+            Some(cache) => Some(cache.get().await.map_err(|e| e.with_operation(req.op))?),
+            None => None,
+        };
+        let mut refreshed = false;
+        loop {
+            let (authority, request) = self.build_signed(req, creds.as_deref())?;
+            self.metrics.add_request(attempt > 0 || refreshed);
+            let result = self.http.send(&authority, request, req.op).await;
+            let mut response = match result {
+                Ok(r) => r,
+                Err(e) => {
+                    self.metrics.add_error();
+                    return Err(e);
+                }
+            };
+            if response.status().is_success() {
+                return Ok(response);
             }
-        };
-        if response.status().is_success() {
-            return Ok(response);
+            self.metrics.add_error();
+            let status = response.status();
+            let request_id = header_str(response.headers(), "x-amz-request-id");
+            let body = if req.method == Method::HEAD {
+                Bytes::new()
+            } else {
+                response.body_mut().collect(64 << 10).await.unwrap_or_default()
+            };
+            let err = status_error(req.op, status, &body, request_id, req);
+            let stale = matches!(err.s3_code(), Some("ExpiredToken" | "InvalidToken" | "TokenRefreshRequired"));
+            match (&self.credentials, &creds) {
+                (Some(cache), Some(used)) if stale && !refreshed && used.is_temporary() => {
+                    tracing::info!(code = err.s3_code(), "credentials refused as expired; refreshing once");
+                    creds = Some(cache.invalidate(used.generation).await.map_err(|e| e.with_operation(req.op))?);
+                    refreshed = true;
+                }
+                _ => return Err(err),
+            }
         }
-        self.metrics.add_error();
-        let status = response.status();
-        let request_id = header_str(response.headers(), "x-amz-request-id");
-        let body = if req.method == Method::HEAD {
-            Bytes::new()
-        } else {
-            response.body_mut().collect(64 << 10).await.unwrap_or_default()
-        };
-        Err(status_error(req.op, status, &body, request_id, req))
     }
 
     /// Sends a request whose answer is a small document, with retries; returns the response
@@ -366,10 +408,7 @@ mod tests {
             .credentials(CredentialsSource::Static(Credentials::new("AKID", "SECRET")))
             .build()
             .unwrap();
-        let metrics = Arc::new(Metrics::default());
-        let connector = crate::http::Connector::new(config.timeouts.connect, config.timeouts.tls_handshake, None, None);
-        let http = HttpClient::new(connector, crate::http::Lanes::new(&[], &[]), &config.timeouts, metrics.clone());
-        S3::new(&config, http, S3::new_signer(&config).unwrap(), metrics)
+        S3::from_config(&config, Arc::new(Metrics::default())).unwrap()
     }
 
     #[test]
@@ -440,8 +479,7 @@ mod token_tests {
 
     #[test]
     fn session_token_is_sent_and_anonymous_is_unsigned() {
-        let mut creds = Credentials::new("AKID", "SECRET");
-        creds.session_token = Some("TOKEN".into());
+        let creds = Credentials::new("AKID", "SECRET").with_session_token("TOKEN");
         for (source, signed) in [(CredentialsSource::Static(creds), true), (CredentialsSource::Anonymous, false)] {
             let config = ClientConfig::builder()
                 .ignore_environment()
@@ -449,11 +487,7 @@ mod token_tests {
                 .credentials(source)
                 .build()
                 .unwrap();
-            let metrics = Arc::new(Metrics::default());
-            let connector =
-                crate::http::Connector::new(config.timeouts.connect, config.timeouts.tls_handshake, None, None);
-            let http = HttpClient::new(connector, crate::http::Lanes::new(&[], &[]), &config.timeouts, metrics.clone());
-            let s = S3::new(&config, http, S3::new_signer(&config).unwrap(), metrics);
+            let s = S3::from_config(&config, Arc::new(Metrics::default())).unwrap();
             let (_, r) = s.build(&S3Request::new(Operation::GetObject, Method::GET, "b", Some("k"))).unwrap();
             assert_eq!(r.headers().get("x-amz-security-token").is_some(), signed);
             assert_eq!(r.headers().get("authorization").is_some(), signed);

@@ -1,5 +1,9 @@
-//! SigV4 signing through `aws-sigv4`, with the settings S3 needs: no URI double-encoding, no
-//! path normalisation, and an `x-amz-content-sha256` header on every request.
+//! SigV4 signing through `aws-sigv4`. For S3: no URI double-encoding, no path normalisation,
+//! and an `x-amz-content-sha256` header on every request; other services (STS) get the
+//! SDKs' default settings.
+//!
+//! The keys are not held here: every request is signed with whatever the credentials cache
+//! holds at that moment, so refreshed credentials take effect on the next request.
 
 use std::time::SystemTime;
 
@@ -10,14 +14,13 @@ use aws_sigv4::http_request::{
 use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
 
-use crate::credentials::Credentials;
 use crate::error::{Error, ErrorKind, Operation};
 
-/// Signs requests for one region with one set of credentials (or none: anonymous).
-#[derive(Debug)]
+/// Signs requests for one region and service.
+#[derive(Debug, Clone)]
 pub(crate) struct Signer {
-    identity: Option<Identity>,
     region: String,
+    service: &'static str,
 }
 
 /// What the signature says about the body.
@@ -32,33 +35,40 @@ pub(crate) enum Payload<'a> {
 }
 
 impl Signer {
-    pub(crate) fn new(credentials: Option<Credentials>, region: String) -> Self {
-        let identity = credentials.map(|c| {
-            aws_credential_types::Credentials::new(
-                c.access_key_id,
-                c.secret_access_key,
-                c.session_token,
-                None,
-                "gantry",
-            )
-            .into()
-        });
-        Signer { identity, region }
+    pub(crate) fn new(region: String, service: &'static str) -> Self {
+        Signer { region, service }
     }
 
-    /// Adds the SigV4 headers to `req`, or only the content-hash header when anonymous.
-    pub(crate) fn sign<B>(&self, req: &mut http::Request<B>, payload: Payload<'_>, op: Operation) -> Result<(), Error> {
-        let Some(identity) = &self.identity else {
-            return Ok(());
-        };
+    /// Adds the SigV4 headers for `identity` to `req`.
+    pub(crate) fn sign<B>(
+        &self,
+        req: &mut http::Request<B>,
+        payload: Payload<'_>,
+        op: Operation,
+        identity: &Identity,
+    ) -> Result<(), Error> {
+        self.sign_in(req, payload, op, identity, &self.region)
+    }
+
+    /// [`Signer::sign`] for another region (a bucket that lives elsewhere).
+    pub(crate) fn sign_in<B>(
+        &self,
+        req: &mut http::Request<B>,
+        payload: Payload<'_>,
+        op: Operation,
+        identity: &Identity,
+        region: &str,
+    ) -> Result<(), Error> {
         let mut settings = SigningSettings::default();
-        settings.percent_encoding_mode = PercentEncodingMode::Single;
-        settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
-        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+        if self.service.starts_with("s3") {
+            settings.percent_encoding_mode = PercentEncodingMode::Single;
+            settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
+            settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+        }
         let params = v4::SigningParams::builder()
             .identity(identity)
-            .region(&self.region)
-            .name("s3")
+            .region(region)
+            .name(self.service)
             .time(SystemTime::now())
             .settings(settings)
             .build()
