@@ -46,6 +46,16 @@ struct ServeArgs {
     /// Buckets to create at start (they are directories under --dir).
     #[arg(long = "bucket")]
     buckets: Vec<String>,
+    /// Serve HTTPS with this PEM certificate chain (leaf first); needs --tls-key.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
+    /// Serve HTTPS with a fresh CA and localhost certificate written to DIR (ca.pem, cert.pem,
+    /// key.pem; replaced on every start); clients trust DIR/ca.pem.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["tls_cert", "tls_key"])]
+    tls_self_signed: Option<std::path::PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -75,8 +85,24 @@ fn serve(args: ServeArgs) -> CliResult {
     for b in &args.buckets {
         std::fs::create_dir_all(args.dir.join(b))?;
     }
-    let credentials = (!args.no_auth).then(|| (args.access_key.clone(), args.secret_key.clone()));
-    let config = gantry_server::ServerConfig { root: args.dir.clone(), addr: args.addr, credentials };
+    let mut config = gantry_server::ServerConfig::new(args.dir.clone(), args.addr)
+        .with_credentials(&args.access_key, &args.secret_key);
+    if args.no_auth {
+        config = config.without_auth();
+    }
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        config = config.with_tls(gantry_server::TlsConfig::new(cert, key));
+    }
+    if let Some(dir) = &args.tls_self_signed {
+        let files = gantry_server::tls::self_signed(dir)
+            .map_err(|e| format!("cannot write certificates to {}: {e}", dir.display()))?;
+        eprintln!(
+            "self-signed TLS: clients trust {ca} (e.g. --ca-bundle {ca} or AWS_CA_BUNDLE={ca})",
+            ca = files.ca.display()
+        );
+        config = config.with_tls(files.tls_config());
+    }
+    let scheme = config.scheme();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -87,7 +113,7 @@ fn serve(args: ServeArgs) -> CliResult {
         tokio::select! {
             addr = rx => {
                 if let Ok(addr) = addr {
-                    eprintln!("serving {} at http://{addr} (Ctrl-C stops)", args.dir.display());
+                    eprintln!("serving {} at {scheme}://{addr} (Ctrl-C stops)", args.dir.display());
                 }
                 server.await?;
             }

@@ -78,15 +78,9 @@ impl Backend {
 pub fn s3s_fs() -> Backend {
     let dir = tempfile::tempdir().expect("tempdir");
     let keys = (gantry_server::DEFAULT_ACCESS_KEY.to_string(), gantry_server::DEFAULT_SECRET_KEY.to_string());
-    let server = gantry_server::start_background(
-        gantry_server::ServerConfig {
-            root: dir.path().to_path_buf(),
-            addr: "127.0.0.1:0".parse().unwrap(),
-            credentials: Some(keys.clone()),
-        },
-        2,
-    )
-    .expect("start s3s-fs");
+    let config =
+        gantry_server::ServerConfig::new(dir.path(), "127.0.0.1:0".parse().unwrap()).with_credentials(&keys.0, &keys.1);
+    let server = gantry_server::start_background(config, 2).expect("start s3s-fs");
     Backend {
         name: "s3s-fs",
         endpoint: server.endpoint_url(),
