@@ -6,6 +6,11 @@
 //! only swaps the body for 1 MiB positional reads. It also answers 412 when `If-Match` does not
 //! match, as S3 does, so clients' version pinning is exercised against this server too.
 //! Every other operation is s3s-fs's own.
+//!
+//! Uploads belong to the account, not to an access key: s3s-fs binds a multipart upload to
+//! the key that created it and refuses parts signed with any other, which breaks every long
+//! upload whose temporary credentials rotate (S3 authorizes by principal, and the rotated keys
+//! are the same role). So every verified request is presented to s3s-fs as one principal.
 
 use std::os::unix::fs::FileExt;
 use std::path::{Component, Path, PathBuf};
@@ -16,6 +21,8 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result, S3};
 
 const READ_CHUNK: u64 = 1 << 20;
+/// The one account every verified key belongs to (see the module docs).
+const PRINCIPAL: &str = "gantry-account";
 
 /// The S3 implementation served by [`crate::serve`].
 #[derive(Debug)]
@@ -95,7 +102,10 @@ macro_rules! delegate_to_s3s_fs {
                 self.get_object_fast(req).await
             }
             $(
-                async fn $op(&self, req: S3Request<$input>) -> S3Result<S3Response<$output>> {
+                async fn $op(&self, mut req: S3Request<$input>) -> S3Result<S3Response<$output>> {
+                    if let Some(c) = req.credentials.as_mut() {
+                        c.access_key = PRINCIPAL.to_string();
+                    }
                     self.inner.$op(req).await
                 }
             )*

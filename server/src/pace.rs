@@ -67,8 +67,8 @@ impl Bucket {
         }
     }
 
-    /// Ready with how many bytes may move now (at least one), or pending until the timer has
-    /// let some accumulate.
+    /// Ready with how many bytes may move now (at least a batch), or pending until the timer
+    /// has let a batch accumulate.
     fn poll_allowance(&mut self, cx: &mut Context<'_>) -> Poll<usize> {
         loop {
             if let Some(sleep) = &mut self.sleep {
@@ -79,8 +79,11 @@ impl Bucket {
             let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
             self.tokens = (self.tokens + elapsed * self.rate).min(self.burst);
             self.refilled = now;
-            if self.tokens >= 1.0 {
-                return Poll::Ready(self.tokens as usize);
+            // Move data only once a batch has accumulated: handing out the few bytes that
+            // trickle in between polls made one tiny write (and syscall) per poll, which
+            // burned CPU and paced downloads far below the rate.
+            if self.tokens >= self.batch * 0.999 {
+                return Poll::Ready((self.tokens as usize).max(1));
             }
             let wait = Duration::from_secs_f64((self.batch - self.tokens) / self.rate);
             self.sleep = Some(Box::pin(tokio::time::sleep_until(now + wait)));
