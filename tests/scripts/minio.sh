@@ -2,7 +2,8 @@
 # Build and run a local MinIO S3 server for integration tests.
 #
 #   minio.sh install          build the pinned MinIO binary (idempotent)
-#   minio.sh start DIR PORT   start MinIO on 127.0.0.1:PORT (console PORT+1), data in DIR
+#   minio.sh start DIR PORT   start MinIO on 127.0.0.1:PORT (console PORT+1), data in DIR;
+#                             with DIR/certs/public.crt and private.key present, over TLS
 #   minio.sh stop DIR         stop the MinIO started with DIR
 #
 # Credentials: gantryadmin / gantrysecret123
@@ -64,6 +65,13 @@ cmd_start() {
         die "port $port on 127.0.0.1 is already in use"
     fi
 
+    local scheme=http tls=() curl_tls=()
+    if [[ -f "$dir/certs/public.crt" && -f "$dir/certs/private.key" ]]; then
+        scheme=https
+        tls=(--certs-dir "$dir/certs")
+        curl_tls=(--cacert "$dir/certs/ca.pem")
+    fi
+
     MINIO_ROOT_USER=gantryadmin \
     MINIO_ROOT_PASSWORD=gantrysecret123 \
     MINIO_BROWSER=off \
@@ -75,7 +83,7 @@ cmd_start() {
         nohup "$MINIO_BIN" server "$dir/data" \
             --address "127.0.0.1:$port" \
             --console-address "127.0.0.1:$((port + 1))" \
-            --quiet --anonymous \
+            --quiet --anonymous "${tls[@]}" \
             >"$log" 2>&1 </dev/null &
     local pid=$!
     echo "$pid" > "$pidfile"
@@ -89,7 +97,7 @@ cmd_start() {
             >/dev/null 2>&1 </dev/null &
     fi
 
-    local url="http://127.0.0.1:$port/minio/health/live" i code
+    local url="$scheme://127.0.0.1:$port/minio/health/live" i code
     for ((i = 0; i < 300; i++)); do
         if ! kill -0 "$pid" 2>/dev/null; then
             echo "minio.sh: minio exited during startup; log tail:" >&2
@@ -97,7 +105,7 @@ cmd_start() {
             rm -f "$pidfile"
             exit 1
         fi
-        code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$url" || true)"
+        code="$(curl -s "${curl_tls[@]}" -o /dev/null -w '%{http_code}' --max-time 1 "$url" || true)"
         if [[ "$code" == 200 ]] && kill -0 "$pid" 2>/dev/null; then
             return 0
         fi

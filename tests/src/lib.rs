@@ -47,6 +47,8 @@ pub struct Backend {
     pub keys: (String, String),
     /// Where the server keeps its data (s3s-fs only: used to check on-disk leftovers).
     pub root: Option<PathBuf>,
+    /// The CA certificate to trust, for a backend served over TLS.
+    pub ca: Option<PathBuf>,
     _guard: Arc<dyn std::any::Any + Send + Sync>,
 }
 
@@ -61,6 +63,10 @@ impl Backend {
             .max_connections(8)
             .memory_limit_bytes(256 * MIB)
             .worker_threads(2);
+        let builder = match &self.ca {
+            Some(ca) => builder.ca_bundle(ca),
+            None => builder,
+        };
         Client::new(tweak(builder).build().expect("valid test config")).expect("client")
     }
 
@@ -86,6 +92,28 @@ pub fn s3s_fs() -> Backend {
         endpoint: server.endpoint_url(),
         keys,
         root: Some(dir.path().to_path_buf()),
+        ca: None,
+        _guard: Arc::new((server, dir)),
+    }
+}
+
+/// [`s3s_fs`] over HTTPS, with a certificate from a private CA the client is told to trust.
+pub fn s3s_fs_tls() -> Backend {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let certs = gantry_server::tls::self_signed(&dir.path().join("certs")).expect("certificates");
+    let keys = (gantry_server::DEFAULT_ACCESS_KEY.to_string(), gantry_server::DEFAULT_SECRET_KEY.to_string());
+    let root = dir.path().join("data");
+    let config = gantry_server::ServerConfig::new(&root, "127.0.0.1:0".parse().unwrap())
+        .with_credentials(&keys.0, &keys.1)
+        .with_tls(certs.tls_config());
+    let server = gantry_server::start_background(config, 2).expect("start s3s-fs over TLS");
+    assert!(server.endpoint_url().starts_with("https://"));
+    Backend {
+        name: "s3s-fs-tls",
+        endpoint: server.endpoint_url(),
+        keys,
+        root: Some(root),
+        ca: Some(certs.ca.clone()),
         _guard: Arc::new((server, dir)),
     }
 }
@@ -101,8 +129,21 @@ fn script() -> PathBuf {
 /// Returns `None`, saying why, when MinIO is not installed and `CI` is not set; under CI a
 /// missing MinIO fails the test.
 pub fn minio() -> Option<Backend> {
-    static SHARED: OnceLock<Option<(String, Arc<MinioProcess>)>> = OnceLock::new();
-    let shared = SHARED.get_or_init(|| {
+    static SHARED: Shared = OnceLock::new();
+    minio_with(&SHARED, false)
+}
+
+/// A second MinIO process serving HTTPS with a private CA's certificate (MinIO's `--certs-dir`).
+pub fn minio_tls() -> Option<Backend> {
+    static SHARED: Shared = OnceLock::new();
+    minio_with(&SHARED, true)
+}
+
+/// A started MinIO: its endpoint, the CA to trust (TLS only), the process.
+type Shared = OnceLock<Option<(String, Option<PathBuf>, Arc<MinioProcess>)>>;
+
+fn minio_with(shared: &'static Shared, tls: bool) -> Option<Backend> {
+    let shared = shared.get_or_init(|| {
         let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/minio-bin/minio");
         if std::env::var_os("GANTRY_MINIO_BIN").is_none() && !bin.exists() {
             if std::env::var_os("CI").is_some() {
@@ -113,6 +154,11 @@ pub fn minio() -> Option<Backend> {
         }
         // Statics are never dropped: the script's watchdog stops MinIO when this process ends.
         let dir = tempfile::tempdir().expect("tempdir").keep();
+        if tls {
+            let certs = gantry_server::tls::self_signed(&dir.join("certs")).expect("certificates");
+            std::fs::copy(&certs.cert, dir.join("certs/public.crt")).expect("public.crt");
+            std::fs::copy(&certs.key, dir.join("certs/private.key")).expect("private.key");
+        }
         let port = free_port();
         let status = Command::new("bash")
             .arg(script())
@@ -123,14 +169,17 @@ pub fn minio() -> Option<Backend> {
             .status()
             .expect("run minio.sh");
         assert!(status.success(), "MinIO did not start");
-        Some((format!("http://127.0.0.1:{port}"), Arc::new(MinioProcess)))
+        let scheme = if tls { "https" } else { "http" };
+        let ca = tls.then(|| dir.join("certs/ca.pem"));
+        Some((format!("{scheme}://127.0.0.1:{port}"), ca, Arc::new(MinioProcess)))
     });
-    let (endpoint, process) = shared.as_ref()?;
+    let (endpoint, ca, process) = shared.as_ref()?;
     Some(Backend {
-        name: "minio",
+        name: if tls { "minio-tls" } else { "minio" },
         endpoint: endpoint.clone(),
         keys: ("gantryadmin".into(), "gantrysecret123".into()),
         root: None,
+        ca: ca.clone(),
         _guard: process.clone(),
     })
 }
