@@ -89,6 +89,8 @@ pub(crate) struct State {
     conns_open: AtomicUsize,
     shaping: Mutex<Shaping>,
     reject_trailers: AtomicBool,
+    /// Buckets that live in another region than the one requests are signed for.
+    bucket_regions: Mutex<std::collections::HashMap<String, String>>,
     counter: AtomicU64,
 }
 
@@ -105,6 +107,7 @@ impl State {
             conns_open: AtomicUsize::new(0),
             shaping: Mutex::new(Shaping::default()),
             reject_trailers: AtomicBool::new(false),
+            bucket_regions: Mutex::new(Default::default()),
             counter: AtomicU64::new(0),
         }
     }
@@ -244,6 +247,14 @@ impl FaultServer {
     /// NotImplemented, so clients' fallback paths can be tested.
     pub fn set_reject_trailers(&self, reject: bool) {
         self.state.reject_trailers.store(reject, Ordering::Relaxed);
+    }
+
+    /// Places `bucket` in `region`, as S3 answers a request signed for another region: HEAD
+    /// gets `301` with `x-amz-bucket-region`, every other request `400
+    /// AuthorizationHeaderMalformed` with `<Region>` in the body and the same header. Requests
+    /// signed for `region` are served normally. Unsigned requests are not checked.
+    pub fn set_bucket_region(&self, bucket: &str, region: &str) {
+        self.state.bucket_regions.lock().unwrap_or_else(|e| e.into_inner()).insert(bucket.into(), region.into());
     }
 
     /// Enables or disables the per-request log behind [`FaultServer::requests`] (on by

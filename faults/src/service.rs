@@ -270,6 +270,9 @@ pub(crate) async fn handle(
     }
 
     let body = read_all(body, &ctx.headers).await?;
+    if let Some(reply) = ctx.wrong_region() {
+        return Ok(ctx.finish(reply).await);
+    }
     let reply = match ctx.fault {
         Some(Fault::Status { status, code }) => ctx.error(status, code),
         _ => ctx.dispatch(body).await,
@@ -393,6 +396,29 @@ impl Ctx {
     }
 
     /// An S3 error answer (no body for HEAD, like S3).
+    /// S3's answer to a request signed for another region than the bucket's (see
+    /// [`crate::FaultServer::set_bucket_region`]).
+    fn wrong_region(&self) -> Option<Reply> {
+        let want = self.state.bucket_regions.lock().unwrap_or_else(|e| e.into_inner()).get(&self.bucket).cloned()?;
+        // Credential=AKID/20261123/REGION/s3/aws4_request
+        let auth = header_str(&self.headers, "authorization")?;
+        let scope = auth.split("Credential=").nth(1)?.split([',', ' ']).next()?;
+        let signed = scope.split('/').nth(2)?;
+        if signed == want {
+            return None;
+        }
+        if self.is_head() {
+            return Some(Reply::new(301).header("x-amz-bucket-region", &want));
+        }
+        let doc = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AuthorizationHeaderMalformed</Code>\
+             <Message>The authorization header is malformed; the region '{signed}' is wrong; expecting '{want}'</Message>\
+             <Region>{want}</Region><RequestId>{}</RequestId></Error>",
+            self.request_id
+        );
+        Some(Reply::xml(400, doc).header("x-amz-bucket-region", &want))
+    }
+
     fn error(&self, status: u16, code: &str) -> Reply {
         self.error_msg(status, code, s3xml::error_message(code))
     }

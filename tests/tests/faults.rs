@@ -806,3 +806,32 @@ fn futures_timer(limit: Duration) -> impl std::future::Future<Output = ()> {
         let _ = rx.await;
     }
 }
+
+/// A bucket in another region than the client's, answered as S3 does (HEAD: 301 with
+/// `x-amz-bucket-region`; other requests: 400 `AuthorizationHeaderMalformed` with `<Region>`):
+/// the client re-signs for that region, remembers it for the bucket, and every operation
+/// succeeds with one extra request for the first one only.
+#[test]
+fn bucket_in_another_region_is_followed_and_remembered() {
+    with_deadline(Duration::from_secs(60), || {
+        let data = pattern(SIZE, 71);
+        let server = server_with("k", &data);
+        server.set_bucket_region(BUCKET, "eu-west-1");
+        let c = client(&server, |b| b.region("us-east-1"));
+        let info = c.block_on(c.head_object(BUCKET, "k")).expect("HEAD follows the 301");
+        assert_eq!(info.size, SIZE as u64);
+        assert_eq!(server.requests().len(), 2, "one refused HEAD, one re-signed");
+        for how in DELIVERIES {
+            assert_eq!(sha256(&download(&c, "k", how).unwrap()), sha256(&data), "{how:?}");
+        }
+        let big = pattern(2 * PART as usize + 3, 72);
+        c.block_on(c.put(BUCKET, "up", big.clone())).expect("multipart upload in the bucket's region");
+        assert_eq!(sha256(&download(&c, "up", Delivery::Buffer).unwrap()), sha256(&big));
+        let m = c.metrics();
+        assert_eq!(m.errors, 1, "only the very first request met the redirect");
+        // A fresh client learns it from a GET's 400 AuthorizationHeaderMalformed.
+        let c2 = client(&server, |b| b.region("us-east-1"));
+        assert_eq!(sha256(&download(&c2, "k", Delivery::Stream).unwrap()), sha256(&data));
+        assert_eq!(c2.metrics().errors, 1);
+    });
+}

@@ -50,6 +50,13 @@ pub(crate) struct S3 {
     /// `None`: anonymous (unsigned) requests.
     pub(crate) credentials: Option<Arc<CredentialsCache>>,
     endpoint: Endpoint,
+    /// The client's region: what requests are signed for unless a bucket lives elsewhere.
+    region: String,
+    /// Whether the endpoint is AWS's regional one (derived, not configured): then a bucket in
+    /// another region is also reached at that region's endpoint.
+    aws_endpoint: bool,
+    /// Buckets found to live in another region (from S3's redirect answers).
+    bucket_regions: std::sync::RwLock<std::collections::HashMap<String, String>>,
     addressing: Addressing,
     payload_signing: PayloadSigning,
     pub(crate) checksums: Checksums,
@@ -126,6 +133,9 @@ impl S3 {
             signer: Signer::new(config.region.clone(), "s3"),
             credentials,
             endpoint,
+            region: config.region.clone(),
+            aws_endpoint: config.endpoint.is_none(),
+            bucket_regions: Default::default(),
             addressing: config.addressing,
             payload_signing: config.payload_signing,
             checksums: config.checksums,
@@ -172,6 +182,14 @@ impl S3 {
         }
     }
 
+    /// The region `bucket` was found to live in, when it is not the client's.
+    fn region_of(&self, bucket: &str) -> Option<String> {
+        if bucket.is_empty() {
+            return None;
+        }
+        self.bucket_regions.read().expect("bucket regions lock").get(bucket).cloned()
+    }
+
     /// Builds and signs the HTTP request for one attempt with the credentials held now
     /// (without fetching any: synchronous callers such as the micro-benchmarks).
     #[cfg_attr(not(feature = "bench-internals"), allow(dead_code))]
@@ -187,8 +205,12 @@ impl S3 {
         creds: Option<&Cached>,
     ) -> Result<(Authority, http::Request<RequestBody>), Error> {
         let path_style = self.path_style(req.bucket);
-        let host =
-            if path_style { self.endpoint.host.clone() } else { format!("{}.{}", req.bucket, self.endpoint.host) };
+        let region = self.region_of(req.bucket);
+        let base = match &region {
+            Some(r) if self.aws_endpoint => format!("s3.{r}.amazonaws.com"),
+            _ => self.endpoint.host.clone(),
+        };
+        let host = if path_style { base } else { format!("{}.{}", req.bucket, base) };
         let mut path = String::with_capacity(64);
         path.push('/');
         if path_style && !req.bucket.is_empty() {
@@ -254,7 +276,8 @@ impl S3 {
             PayloadSigning::Unsigned => Payload::Unsigned,
         };
         if let Some(creds) = creds {
-            self.signer.sign(&mut request, payload, req.op, &creds.identity)?;
+            let region = region.as_deref().unwrap_or(&self.region);
+            self.signer.sign_in(&mut request, payload, req.op, &creds.identity, region)?;
         }
         let authority = Authority { tls: self.endpoint.scheme == "https", host, port: self.endpoint.port };
         Ok((authority, request))
@@ -272,9 +295,10 @@ impl S3 {
             None => None,
         };
         let mut refreshed = false;
+        let mut redirected = false;
         loop {
             let (authority, request) = self.build_signed(req, creds.as_deref())?;
-            self.metrics.add_request(attempt > 0 || refreshed);
+            self.metrics.add_request(attempt > 0 || refreshed || redirected);
             let result = self.http.send(&authority, request, req.op).await;
             let mut response = match result {
                 Ok(r) => r,
@@ -289,11 +313,25 @@ impl S3 {
             self.metrics.add_error();
             let status = response.status();
             let request_id = header_str(response.headers(), "x-amz-request-id");
+            let region_header = header_str(response.headers(), "x-amz-bucket-region");
             let body = if req.method == Method::HEAD {
                 Bytes::new()
             } else {
                 response.body_mut().collect(64 << 10).await.unwrap_or_default()
             };
+            // A bucket in another region: S3 names it (301 with x-amz-bucket-region, or 400
+            // AuthorizationHeaderMalformed with <Region>). Re-sign for it, remember it for
+            // every later request to the bucket, and send again, once.
+            if !redirected && matches!(status.as_u16(), 301 | 307 | 400) {
+                let named = region_header.or_else(|| xml::error_region(&body));
+                let used = self.region_of(req.bucket).unwrap_or_else(|| self.region.clone());
+                if let Some(region) = named.filter(|r| *r != used && !req.bucket.is_empty() && valid_region(r)) {
+                    tracing::info!(bucket = req.bucket, %region, "bucket lives in another region; re-signing");
+                    self.bucket_regions.write().expect("bucket regions lock").insert(req.bucket.to_string(), region);
+                    redirected = true;
+                    continue;
+                }
+            }
             let err = status_error(req.op, status, &body, request_id, req);
             let stale = matches!(err.s3_code(), Some("ExpiredToken" | "InvalidToken" | "TokenRefreshRequired"));
             match (&self.credentials, &creds) {
@@ -332,6 +370,12 @@ impl S3 {
             }
         }
     }
+}
+
+/// A region name as S3 sends it (`eu-west-1`): letters, digits and dashes only, since it
+/// becomes part of a host name.
+fn valid_region(r: &str) -> bool {
+    !r.is_empty() && r.len() < 64 && r.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 fn bracket(host: &str) -> String {
@@ -439,6 +483,30 @@ mod tests {
         let req = S3Request::new(Operation::GetObject, Method::GET, "my.bucket", Some("k"));
         let (auth, _) = s.build(&req).unwrap();
         assert_eq!(auth.host, "s3.us-west-2.amazonaws.com");
+    }
+
+    #[test]
+    fn remembered_bucket_region_moves_host_and_signature() {
+        let config = ClientConfig::builder()
+            .ignore_environment()
+            .region("us-east-1")
+            .credentials(CredentialsSource::Static(Credentials::new("AKID", "SECRET")))
+            .build()
+            .unwrap();
+        let s = S3::from_config(&config, Arc::new(Metrics::default())).unwrap();
+        s.bucket_regions.write().unwrap().insert("far".into(), "eu-west-1".into());
+        let (auth, r) = s.build(&S3Request::new(Operation::GetObject, Method::GET, "far", Some("k"))).unwrap();
+        assert_eq!(auth.host, "far.s3.eu-west-1.amazonaws.com");
+        let sig = r.headers()["authorization"].to_str().unwrap().to_string();
+        assert!(sig.contains("/eu-west-1/s3/aws4_request"), "{sig}");
+        let (auth, r) = s.build(&S3Request::new(Operation::GetObject, Method::GET, "near", Some("k"))).unwrap();
+        assert_eq!(auth.host, "near.s3.us-east-1.amazonaws.com");
+        assert!(r.headers()["authorization"].to_str().unwrap().contains("/us-east-1/s3/"));
+        assert!(!valid_region("eu-west-1.evil.com") && valid_region("ap-southeast-2"));
+        assert_eq!(
+            xml::error_region(b"<Error><Code>AuthorizationHeaderMalformed</Code><Region>eu-west-1</Region></Error>"),
+            Some("eu-west-1".into())
+        );
     }
 
     #[test]

@@ -11,6 +11,16 @@ pub(crate) struct ErrorBody {
     pub(crate) code: Option<String>,
     pub(crate) message: Option<String>,
     pub(crate) request_id: Option<String>,
+    /// The bucket's region, in `AuthorizationHeaderMalformed` and `PermanentRedirect` answers.
+    pub(crate) region: Option<String>,
+}
+
+/// The `<Region>` of an error document, if it has one.
+pub(crate) fn error_region(body: &[u8]) -> Option<String> {
+    if body.is_empty() {
+        return None;
+    }
+    quick_xml::de::from_reader::<_, ErrorBody>(body).ok()?.region
 }
 
 /// `<InitiateMultipartUploadResult>`.
