@@ -19,19 +19,31 @@ pub(crate) struct DemoArgs {
     /// Print the figures as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Serve HTTPS with a freshly made private CA, which the client trusts through its
+    /// ca_bundle setting: the TLS path end to end.
+    #[arg(long)]
+    tls: bool,
 }
 
 pub(crate) fn run(args: DemoArgs) -> CliResult {
     let dir = tempfile::tempdir()?;
     // `ServerConfig::new` verifies signatures made with the default keys, used below.
-    let server = gantry_server::start_background(
-        gantry_server::ServerConfig::new(dir.path().join("s3"), "127.0.0.1:0".parse()?),
-        2,
-    )?;
+    let mut server_config = gantry_server::ServerConfig::new(dir.path().join("s3"), "127.0.0.1:0".parse()?);
+    let mut ca = None;
+    if args.tls {
+        let certs = gantry_server::tls::self_signed(&dir.path().join("tls"))?;
+        server_config = server_config.with_tls(certs.tls_config());
+        ca = Some(certs.ca);
+    }
+    let server = gantry_server::start_background(server_config, 2)?;
     if !args.json {
         println!("embedded S3 server (s3s-fs, SigV4 verified) at {}", server.endpoint_url());
     }
-    let config = ClientConfig::builder()
+    let mut builder = ClientConfig::builder();
+    if let Some(ca) = &ca {
+        builder = builder.ca_bundle(ca);
+    }
+    let config = builder
         .ignore_environment()
         .endpoint_url(server.endpoint_url())
         .credentials(CredentialsSource::Static(Credentials::new(
@@ -73,7 +85,7 @@ pub(crate) fn run(args: DemoArgs) -> CliResult {
             serde_json::json!({
                 "bytes": args.size, "parts": put.parts, "verified": ok,
                 "upload_mib_per_s": mib / up_s, "download_mib_per_s": mib / down_s,
-                "requests": m.requests, "retries": m.retries,
+                "requests": m.requests, "retries": m.retries, "tls": args.tls,
             })
         );
     } else {

@@ -130,3 +130,62 @@ fn unknown_interface_is_a_clear_error() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("192.0.2.1"));
 }
+
+#[test]
+fn demo_over_tls() {
+    let out = Command::new(BIN).args(["demo", "--tls", "--size", "12MiB", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((json["verified"].as_bool(), json["tls"].as_bool()), (Some(true), Some(true)));
+}
+
+/// `gantry serve --tls-self-signed` and `cp --ca-bundle`: a private CA end to end through
+/// the CLI; without the CA the certificate is refused; `--no-verify-ssl` warns.
+#[test]
+fn serve_and_cp_over_tls_with_a_private_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let tls_dir = dir.path().join("tls");
+    let child = Command::new(BIN)
+        .args(["serve", "--dir"])
+        .arg(dir.path().join("s3"))
+        .args(["--addr", &format!("127.0.0.1:{port}"), "--bucket", "bkt", "--tls-self-signed"])
+        .arg(&tls_dir)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _server = Server { child, url: format!("https://127.0.0.1:{port}"), _dir: tempfile::tempdir().unwrap() };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() || !tls_dir.join("ca.pem").exists() {
+        assert!(Instant::now() < deadline, "gantry serve --tls-self-signed did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let src = dir.path().join("src.bin");
+    let body = data(3 << 20);
+    std::fs::write(&src, &body).unwrap();
+    let cp = |extra: &[&str], from: &str, to: &str| {
+        Command::new(BIN)
+            .env("AWS_ACCESS_KEY_ID", "gantry")
+            .env("AWS_SECRET_ACCESS_KEY", "gantry-secret-key")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env_remove("AWS_CA_BUNDLE")
+            .args(["cp", "--quiet", "--endpoint-url", &format!("https://127.0.0.1:{port}")])
+            .args(extra)
+            .args([from, to])
+            .output()
+            .unwrap()
+    };
+    let ca = tls_dir.join("ca.pem");
+    let out = cp(&["--ca-bundle", ca.to_str().unwrap()], src.to_str().unwrap(), "s3://bkt/k");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let back = dir.path().join("back.bin");
+    let out = cp(&["--ca-bundle", ca.to_str().unwrap()], "s3://bkt/k", back.to_str().unwrap());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read(&back).unwrap() == body);
+    let out = cp(&["--set", "max_attempts=1"], "s3://bkt/k", back.to_str().unwrap());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("certificate"), "{err}");
+    let out = cp(&["--no-verify-ssl"], "s3://bkt/k", back.to_str().unwrap());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("NOT verified"));
+}
