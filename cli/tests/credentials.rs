@@ -329,8 +329,44 @@ fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
     }
 }
 
-/// A paced server, so transfers take long enough to outlive their credentials.
-fn paced_world(bytes_per_sec_per_connection: u64) -> World {
+/// A paced server, so transfers take long enough to outlive their credentials, and an
+/// unpaced twin on the same directory to put objects in place quickly.
+struct PacedWorld {
+    world: World,
+    twin: BackgroundServer,
+}
+
+impl std::ops::Deref for PacedWorld {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.world
+    }
+}
+
+impl PacedWorld {
+    /// Uploads `path` as `data/key` through the unpaced twin, so the object has the ETag and
+    /// metadata an upload leaves (s3s-fs hashes a file that lacks them on every GET).
+    fn preload(&self, path: &std::path::Path, key: &str) {
+        self.ring.insert("AKIAPRELOAD", "preload-secret", None);
+        let out = Command::new(BIN)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.home())
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AWS_ACCESS_KEY_ID", "AKIAPRELOAD")
+            .env("AWS_SECRET_ACCESS_KEY", "preload-secret")
+            .args(["cp", "--quiet", "--endpoint-url", &self.twin.endpoint_url()])
+            .arg(path)
+            .arg(format!("s3://data/{key}"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "preload failed: {}", String::from_utf8_lossy(&out.stderr));
+        self.ring.remove("AKIAPRELOAD");
+    }
+}
+
+fn paced_world(bytes_per_sec_per_connection: u64) -> PacedWorld {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("s3");
     std::fs::create_dir_all(root.join("data")).unwrap();
@@ -340,7 +376,9 @@ fn paced_world(bytes_per_sec_per_connection: u64) -> World {
         .with_keyring(ring.clone())
         .with_pace_bytes_per_sec(bytes_per_sec_per_connection);
     let server = gantry_server::start_background(config, 2).unwrap();
-    World { dir, ring, server }
+    let twin = ServerConfig::new(&root, "127.0.0.1:0".parse().unwrap()).with_keyring(ring.clone());
+    let twin = gantry_server::start_background(twin, 2).unwrap();
+    PacedWorld { world: World { dir, ring, server }, twin }
 }
 
 /// Runs `gantry cp` in the background (a long transfer), returning its handle.
@@ -363,8 +401,9 @@ fn finish(child: std::process::Child, what: &str) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// The long run: IMDS credentials that the server refuses 20 s after they were issued, while
-/// a 1 GiB upload and a 1 GiB download run for about a minute each at the same time. Every
+/// The long run: IMDS credentials that the server refuses 20 s after they were issued, and
+/// IMDS session tokens that go stale every 15 s, while a 1 GiB upload and a 1 GiB download
+/// run for a minute or more each at the same time. Every
 /// request must be signed with live keys (refreshed in the background, ahead of expiry): no
 /// attempt fails, no key is refused as expired, and every byte is exact.
 #[test]
@@ -377,14 +416,35 @@ fn long_transfers_outlive_twenty_second_credentials() {
     let env = [("AWS_EC2_METADATA_SERVICE_ENDPOINT", url.as_str())];
     let up_src = w.dir.path().join("up.bin");
     write_pattern(&up_src, GIB, 1);
-    let stored = w.dir.path().join("s3/data/down");
+    let stored = w.dir.path().join("down-src.bin");
     write_pattern(&stored, GIB, 2);
+    w.preload(&stored, "down");
     let down_dst = w.dir.path().join("down.bin");
     let start = Instant::now();
     let args = ["--max-connections", "8"];
     let up = spawn_cp(&w, &env, &[&args[..], &[up_src.to_str().unwrap(), "s3://data/up"]].concat());
     let down = spawn_cp(&w, &env, &[&args[..], &["s3://data/down", down_dst.to_str().unwrap()]].concat());
+    // IMDS drops its session tokens every 15 s (as after an IMDS restart): the refreshes
+    // that follow meet 401, fetch a new token, and go on.
+    let imds = Arc::new(imds);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let expirer = {
+        let (imds, stop) = (imds.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut last = Instant::now();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(200));
+                if last.elapsed() > Duration::from_secs(15) {
+                    imds.expire_tokens();
+                    last = Instant::now();
+                }
+            }
+        })
+    };
     let (up, down) = (finish(up, "upload"), finish(down, "download"));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    expirer.join().unwrap();
+    assert!(imds.unauthorized() >= 1, "no stale IMDS token was met");
     let elapsed = start.elapsed();
     eprintln!("long run: {elapsed:?}; upload {up}; download {down}; refused {:?}", w.ring.refusals());
     assert!(elapsed > Duration::from_secs(40), "the run must outlast its credentials: {elapsed:?}");
@@ -419,8 +479,9 @@ fn expired_token_answer_forces_a_refresh() {
     let imds = ImdsServer::start(issuer);
     let url = imds.url();
     let env = [("AWS_EC2_METADATA_SERVICE_ENDPOINT", url.as_str())];
-    let stored = w.dir.path().join("s3/data/obj");
+    let stored = w.dir.path().join("obj-src.bin");
     write_pattern(&stored, 64 << 20, 3);
+    w.preload(&stored, "obj");
     let dst = w.dir.path().join("obj.bin");
     let down =
         spawn_cp(&w, &env, &["--max-connections", "2", "--part-size", "8MiB", "s3://data/obj", dst.to_str().unwrap()]);
