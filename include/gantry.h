@@ -38,6 +38,19 @@
  *   gantry_request_cancel (or return non-zero from the body callback); do not call
  *   gantry_request_wait or gantry_request_free on the same request, nor blocking transfers.
  *
+ * CREDENTIALS CALLBACK (gantry_config_set_credentials_provider)
+ *   A client asks it for keys when it needs them: on first use, ahead of the expiry the callback
+ *   gave (5 to 6 minutes before; 0 = keys that never expire: asked once per client), and once
+ *   when the server refuses them as expired. It runs on a thread of the client's blocking pool,
+ *   never on the caller's thread, and never concurrently with itself (also across clients built
+ *   from one configuration). It may block (a vault, a process); blocking gantry calls from it
+ *   fail with GANTRY_RESULT_INVALID_STATE (on the client it serves they would deadlock).
+ *   Strings given to gantry_credentials_out_set are copied. A non-zero return fails the
+ *   requests waiting for the keys with GANTRY_RESULT_CREDENTIALS ("credentials callback: ...").
+ *   user_data is consumed: release(user_data) runs exactly once, after the configuration
+ *   and every client built from it let go of it (possibly on an engine thread shortly after
+ *   gantry_client_free returned), never while the callback runs.
+ *
  * OWNERSHIP
  *   Every object returned through an out-parameter is owned by the caller and freed with its
  *   _free function (NULL-safe). Strings passed in are borrowed for the duration of the call.
@@ -184,10 +197,17 @@ typedef struct gantry_client gantry_client;
 
 /*
  Client settings under construction. Create with `gantry_config_new`, set with
- `gantry_config_set`, pass to `gantry_client_new` (which copies it), free with
- `gantry_config_free`. Not thread-safe.
+ `gantry_config_set` (and `gantry_config_set_credentials_provider`), pass to
+ `gantry_client_new` (which copies it), free with `gantry_config_free`. Not thread-safe.
  */
 typedef struct gantry_config gantry_config;
+
+/*
+ Where a credentials callback puts its answer. Lent to the callback for the duration of the
+ call (never keep the pointer); filled through `gantry_credentials_out_set` or
+ `gantry_credentials_out_fail` from the callback's thread. Not thread-safe.
+ */
+typedef struct gantry_credentials_out gantry_credentials_out;
 
 /*
  Details of a failed call: message, HTTP status, S3 error code and request id.
@@ -217,6 +237,21 @@ typedef struct gantry_request gantry_request;
  (no multipart parts are left on the server).
  */
 typedef struct gantry_upload gantry_upload;
+
+/*
+ Fetches credentials for the engine (see `gantry_config_set_credentials_provider` for the
+ thread, reentrancy and ownership rules). Fill `out` with `gantry_credentials_out_set` and
+ return 0; or return non-zero to fail this fetch, optionally after
+ `gantry_credentials_out_fail(out, "why")`. `out` is lent for the duration of the call only.
+ An int rather than a `gantry_result`: a C enum may carry any int, which Rust must not read
+ as an enum.
+ */
+typedef int32_t (*gantry_credentials_fn)(void *user_data, gantry_credentials_out *out);
+
+/*
+ Gives `user_data` back to its owner once gantry holds no more reference to it.
+ */
+typedef void (*gantry_user_data_free_fn)(void *user_data);
 
 /*
  A copy of a client's counters (all since the client was created).
@@ -465,8 +500,11 @@ gantry_result gantry_config_new(gantry_config **out_config, gantry_error **out_e
  checksum_algorithm (crc64nvme/crc32c), checksum_upload (none/header/trailer),
  verify_checksums (true/false), hedging (true/false), worker_threads, tcp_recv_buffer and
  tcp_send_buffer (sizes; unset = kernel autotuning), nic (repeat to add
- interfaces), bind (repeat to add source addresses). An unknown key or a bad value returns GANTRY_RESULT_INVALID_ARGUMENT and leaves
- the configuration unchanged; cross-field checks happen in gantry_client_new.
+ interfaces), bind (repeat to add source addresses). The credential keys (access_key_id,
+ secret_access_key, session_token, profile, anonymous) replace a provider set with
+ `gantry_config_set_credentials_provider`. An unknown key or a bad value returns
+ GANTRY_RESULT_INVALID_ARGUMENT and leaves the configuration unchanged; cross-field checks
+ happen in gantry_client_new.
 
  # Safety
  `config` is a live configuration; `key` and `value` are NUL-terminated strings.
@@ -477,12 +515,83 @@ gantry_result gantry_config_set(gantry_config *config,
                                 gantry_error **out_err);
 
 /*
- Frees a configuration. NULL is allowed.
+ Frees a configuration. NULL is allowed. A credentials provider's `release` runs here when
+ no client built from the configuration still holds the provider.
 
  # Safety
  `config` is NULL or a configuration not yet freed.
  */
 void gantry_config_free(gantry_config *config);
+
+/*
+ Stores the credentials a callback fetched; the library copies the strings (the caller keeps
+ its buffers). `access_key_id` and `secret_access_key` must not be empty. `session_token` is
+ NULL (or "") for long-term keys. `expiry_unix_seconds` is when temporary credentials stop
+ working, in seconds since 1970-01-01 UTC, or 0 for keys that do not expire: with an expiry
+ the engine asks again ahead of it (5 to 6 minutes before, or after half of a shorter
+ lifetime), so no request waits for a refresh; an expiry already past makes the engine ask
+ again whenever a request needs credentials. Calling it again replaces what an earlier call
+ stored. Refused arguments (NULL or empty keys, strings not UTF-8, a negative expiry) return
+ GANTRY_RESULT_NULL_PARAMETER or GANTRY_RESULT_INVALID_ARGUMENT and clear what was stored,
+ so a callback that returns 0 anyway fails its fetch with the reason.
+
+ # Safety
+ `out` is the object lent to the running callback; strings are NULL or NUL-terminated.
+ */
+gantry_result gantry_credentials_out_set(gantry_credentials_out *out,
+                                         const char *access_key_id,
+                                         const char *secret_access_key,
+                                         const char *session_token,
+                                         int64_t expiry_unix_seconds,
+                                         gantry_error **out_err);
+
+/*
+ Gives the reason a callback fails its fetch (call it, then return non-zero). The message is
+ copied (bytes that are not UTF-8 are replaced) and becomes part of the
+ GANTRY_RESULT_CREDENTIALS error of the requests that needed the credentials, after
+ "credentials callback: ". Never put secrets in it.
+
+ # Safety
+ `out` is the object lent to the running callback; `message` is NUL-terminated.
+ */
+gantry_result gantry_credentials_out_fail(gantry_credentials_out *out, const char *message);
+
+/*
+ Makes clients built from `config` get their credentials from `fetch(user_data, out)`,
+ replacing any other credentials setting (explicit keys, profile, anonymous, an earlier
+ provider; a later `gantry_config_set` of one of those keys replaces this provider in turn).
+ Each client keeps the credentials in its cache and calls `fetch` again only when it needs to:
+ on first use, ahead of the expiry the callback gave, or once when the server refuses them
+ as expired. A failed fetch fails the requests waiting for it with GANTRY_RESULT_CREDENTIALS
+ (unless the last good credentials are still within 10 minutes past their expiry: those stay
+ in use, and the callback is asked again every 10 s).
+
+ Thread: `fetch` runs on a thread of the client's blocking pool (named "gantry-worker"),
+ never on a worker thread and never on the thread that made a gantry call. It never runs
+ concurrently with itself, also when several clients were built from this configuration.
+ It may block (call a vault, run a process): requests that need credentials wait for it
+ meanwhile, so bound your own waits. Reentrancy: blocking gantry calls made from `fetch`
+ fail with GANTRY_RESULT_INVALID_STATE (on the client it serves they would deadlock); do not
+ free the client or this configuration from it. It must not unwind (no C++ exception or
+ longjmp may leave it).
+
+ Ownership: `user_data` is consumed. `release(user_data)` (may be NULL) is called exactly
+ once, when gantry holds no more reference: once this configuration was freed or its
+ provider replaced, and every client built from it was freed. A client frees its engine
+ threads asynchronously, so `release` may run shortly after `gantry_client_free` returned,
+ on an engine thread; it never runs while `fetch` runs, and `fetch` is never called after
+ it. Keep `user_data` valid until `release`. On failure (NULL `config` or `fetch`),
+ `release(user_data)` has been called before this returns.
+
+ # Safety
+ `config` is NULL or a live configuration not used concurrently; `fetch` and `release` may
+ be called from any thread with `user_data`, as described above.
+ */
+gantry_result gantry_config_set_credentials_provider(gantry_config *config,
+                                                     gantry_credentials_fn fetch,
+                                                     void *user_data,
+                                                     gantry_user_data_free_fn release,
+                                                     gantry_error **out_err);
 
 /*
  The result code this error was returned with.

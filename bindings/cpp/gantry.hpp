@@ -3,15 +3,18 @@
 // Move-only RAII handles (Config, Client, Upload, Request, HeldChunk) free their C object
 // exactly once; every failing call throws gantry::Error, which carries the result code, HTTP
 // status, S3 error code and request id. Thread-safety follows the C header: a Client and a
-// Request may be shared across threads, an Upload may not (except Upload::cancel).
+// Request may be shared across threads, an Upload may not (except Upload::cancel). No C++
+// exception ever crosses into the library: callbacks catch everything.
 #ifndef GANTRY_HPP
 #define GANTRY_HPP
 
 #include "gantry.h"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 #include <stdexcept>
 #include <string>
@@ -62,6 +65,20 @@ struct Deleter {
 };
 }  // namespace detail
 
+/// Keys a credentials provider hands to the engine (copied by the library).
+struct Credentials {
+    std::string access_key_id;
+    std::string secret_access_key;
+    /// Empty for long-term keys.
+    std::string session_token;
+    /// When temporary keys stop working (rounded down to the second); empty for keys that do
+    /// not expire. The engine asks the provider again ahead of it, so no request waits.
+    std::optional<std::chrono::system_clock::time_point> expiry;
+};
+
+/// Fetches credentials for a client (Config::credentials_provider). Throw to fail the fetch.
+using CredentialsProvider = std::function<Credentials()>;
+
 /// Client settings; every knob is a string key (see gantry_config_set in gantry.h).
 class Config {
 public:
@@ -77,9 +94,53 @@ public:
         detail::check(gantry_config_set(ptr_.get(), key.c_str(), value.c_str(), &err), err);
         return *this;
     }
+    /// Clients built from this configuration get their keys from `provider` (replacing any
+    /// keys, profile or earlier provider; a later set() of a credential key replaces it in
+    /// turn). Each client calls it on first use and again ahead of the expiry it returned
+    /// (never, for keys without one), on a gantry thread of its own, never concurrently with
+    /// itself: it may block (a vault, an SDK call) but must not make blocking gantry calls
+    /// (they throw GANTRY_RESULT_INVALID_STATE there). An exception it throws fails the fetch:
+    /// the requests waiting for the keys throw gantry::Error with GANTRY_RESULT_CREDENTIALS and
+    /// a what() of "... credentials callback: <the exception's what()>". The library owns the
+    /// function and destroys it once this Config and every Client built from it are gone
+    /// (possibly on a gantry thread shortly after the last Client was destroyed).
+    Config &credentials_provider(CredentialsProvider provider) {
+        if (!provider) throw std::invalid_argument("gantry::Config::credentials_provider: empty function");
+        auto *owned = new CredentialsProvider(std::move(provider));
+        gantry_error *err = nullptr;
+        // gantry owns `owned` now: release_provider deletes it exactly once, also on failure.
+        detail::check(gantry_config_set_credentials_provider(ptr_.get(), &fetch_credentials, owned, &release_provider,
+                                                             &err),
+                      err);
+        return *this;
+    }
     [[nodiscard]] const gantry_config *get() const noexcept { return ptr_.get(); }
 
 private:
+    static int32_t fetch_credentials(void *user, gantry_credentials_out *out) noexcept {
+        try {
+            Credentials c = (*static_cast<CredentialsProvider *>(user))();
+            int64_t expiry = 0;
+            if (c.expiry) {
+                using std::chrono::duration_cast;
+                expiry = duration_cast<std::chrono::seconds>(c.expiry->time_since_epoch()).count();
+                if (expiry <= 0) expiry = 1;  // at or before 1970: expired, not "never expires"
+            }
+            const char *token = c.session_token.empty() ? nullptr : c.session_token.c_str();
+            gantry_error *err = nullptr;
+            gantry_result r = gantry_credentials_out_set(out, c.access_key_id.c_str(), c.secret_access_key.c_str(),
+                                                         token, expiry, &err);
+            gantry_error_free(err);  // the refusal's reason stays in `out` and fails the fetch
+            return r == GANTRY_RESULT_OK ? 0 : 1;
+        } catch (const std::exception &e) {
+            gantry_credentials_out_fail(out, e.what());
+            return 1;
+        } catch (...) {  // nothing may unwind into the library
+            gantry_credentials_out_fail(out, "the provider threw an exception not derived from std::exception");
+            return 1;
+        }
+    }
+    static void release_provider(void *user) noexcept { delete static_cast<CredentialsProvider *>(user); }
     std::unique_ptr<gantry_config, detail::Deleter<gantry_config, gantry_config_free>> ptr_;
 };
 

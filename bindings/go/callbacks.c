@@ -1,6 +1,6 @@
-// C trampolines for the Go callbacks of gantry_get_stream_start: the request's user_data
-// carries a runtime/cgo.Handle value (an integer), converted here so Go never turns it into a
-// pointer.
+// C trampolines for the Go callbacks of gantry_get_stream_start and of the credentials
+// provider: user_data carries a runtime/cgo.Handle value (an integer), converted here so Go
+// never turns it into a pointer.
 #include "_cgo_export.h"
 
 static int gantry_go_chunk(void *user_data, const uint8_t *data, size_t len, uint64_t offset,
@@ -17,4 +17,17 @@ gantry_result gantry_go_stream_start(const gantry_client *client, const char *bu
                                      gantry_error **out_err) {
     return gantry_get_stream_start(client, bucket, key, offset, length, window, gantry_go_chunk, gantry_go_done,
                                    (void *)handle, out_request, out_err);
+}
+
+static int32_t gantry_go_credentials(void *user_data, gantry_credentials_out *out) {
+    return goGantryCredentials((uintptr_t)user_data, out);
+}
+
+static void gantry_go_credentials_release(void *user_data) {
+    goGantryCredentialsRelease((uintptr_t)user_data);
+}
+
+gantry_result gantry_go_set_credentials_provider(gantry_config *config, uintptr_t handle, gantry_error **out_err) {
+    return gantry_config_set_credentials_provider(config, gantry_go_credentials, (void *)handle,
+                                                  gantry_go_credentials_release, out_err);
 }

@@ -8,11 +8,13 @@ import (
 	"io"
 	"runtime"
 	"testing"
+	"time"
 )
 
-// TestFinalizersUnderForcedGC drops clients, uploads and readers without closing them while
-// the collector runs constantly: finalizers must free them safely and nothing may crash or
-// hang. Run with `go test -tags debug -race`.
+// TestFinalizersUnderForcedGC drops clients (with Go credentials providers), uploads and
+// readers without closing them while the collector runs constantly: finalizers must free them
+// safely, every provider must be released, and nothing may crash or hang. Run with
+// `go test -tags debug -race`.
 func TestFinalizersUnderForcedGC(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
@@ -28,8 +30,11 @@ func TestFinalizersUnderForcedGC(t *testing.T) {
 	}()
 	data := pattern(6<<20+1, 99)
 	for i := 0; i < 5; i++ {
-		c, err := NewClient(Config{"endpoint_url": endpoint, "access_key_id": "gantry",
-			"secret_access_key": "gantry-secret-key", "part_size": "5MiB"})
+		// Keys from a Go provider: its cgo.Handle must be released after the finalizer ran.
+		c, err := NewClient(Config{"endpoint_url": endpoint, "part_size": "5MiB"},
+			WithCredentialsProvider(func(context.Context) (Credentials, error) {
+				return Credentials{AccessKeyID: "gantry", SecretAccessKey: "gantry-secret-key"}, nil
+			}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,5 +61,12 @@ func TestFinalizersUnderForcedGC(t *testing.T) {
 	}
 	for i := 0; i < 5; i++ {
 		runtime.GC()
+	}
+	for i := 0; i < 500 && liveProviders.Load() != 0; i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := liveProviders.Load(); n != 0 {
+		t.Fatalf("%d credentials providers of finalized clients were not released", n)
 	}
 }

@@ -118,12 +118,18 @@ type Config map[string]string
 
 // Client is a gantry client: connection pool, memory budget and worker threads.
 type Client struct {
-	mu  sync.RWMutex
-	ptr *C.gantry_client
+	mu    sync.RWMutex
+	ptr   *C.gantry_client
+	creds *credentialsProvider // WithCredentialsProvider's, or nil
 }
 
-// NewClient creates a client from cfg (see gantry_config_set for the keys).
-func NewClient(cfg Config) (*Client, error) {
+// NewClient creates a client from cfg (see gantry_config_set for the keys) and opts
+// (WithCredentialsProvider).
+func NewClient(cfg Config, opts ...Option) (*Client, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	var ccfg *C.gantry_config
 	var cerr *C.gantry_error
 	if err := check(C.gantry_config_new(&ccfg, &cerr), cerr); err != nil {
@@ -146,6 +152,13 @@ func NewClient(cfg Config) (*Client, error) {
 		}
 	}
 	c := &Client{}
+	if o.credentials != nil {
+		p, err := setCredentialsProvider(ccfg, o.credentials)
+		if err != nil {
+			return nil, err
+		}
+		c.creds = p
+	}
 	if err := check(C.gantry_client_new(ccfg, &c.ptr, &cerr), cerr); err != nil {
 		return nil, err
 	}
@@ -167,8 +180,13 @@ func splitComma(s string) []string {
 	return out
 }
 
-// Close frees the client; calls after Close fail with CodeInvalidState. Idempotent.
+// Close frees the client; calls after Close fail with CodeInvalidState. Idempotent. The
+// context of a credentials provider is cancelled; the provider itself is released once the
+// engine's threads let go of it, shortly after.
 func (c *Client) Close() error {
+	if c.creds != nil {
+		c.creds.cancel() // first: a provider blocked on ctx lets requests Close waits for end
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ptr != nil {

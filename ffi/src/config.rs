@@ -9,11 +9,11 @@ use crate::error::{gantry_error, gantry_result};
 use crate::guard::{run, str_arg, Failure};
 
 /// Client settings under construction. Create with `gantry_config_new`, set with
-/// `gantry_config_set`, pass to `gantry_client_new` (which copies it), free with
-/// `gantry_config_free`. Not thread-safe.
+/// `gantry_config_set` (and `gantry_config_set_credentials_provider`), pass to
+/// `gantry_client_new` (which copies it), free with `gantry_config_free`. Not thread-safe.
 #[derive(Debug)]
 pub struct gantry_config {
-    builder: ClientConfigBuilder,
+    pub(crate) builder: ClientConfigBuilder,
 }
 
 impl gantry_config {
@@ -53,8 +53,11 @@ pub unsafe extern "C" fn gantry_config_new(
 /// checksum_algorithm (crc64nvme/crc32c), checksum_upload (none/header/trailer),
 /// verify_checksums (true/false), hedging (true/false), worker_threads, tcp_recv_buffer and
 /// tcp_send_buffer (sizes; unset = kernel autotuning), nic (repeat to add
-/// interfaces), bind (repeat to add source addresses). An unknown key or a bad value returns GANTRY_RESULT_INVALID_ARGUMENT and leaves
-/// the configuration unchanged; cross-field checks happen in gantry_client_new.
+/// interfaces), bind (repeat to add source addresses). The credential keys (access_key_id,
+/// secret_access_key, session_token, profile, anonymous) replace a provider set with
+/// `gantry_config_set_credentials_provider`. An unknown key or a bad value returns
+/// GANTRY_RESULT_INVALID_ARGUMENT and leaves the configuration unchanged; cross-field checks
+/// happen in gantry_client_new.
 ///
 /// # Safety
 /// `config` is a live configuration; `key` and `value` are NUL-terminated strings.
@@ -76,7 +79,8 @@ pub unsafe extern "C" fn gantry_config_set(
     })
 }
 
-/// Frees a configuration. NULL is allowed.
+/// Frees a configuration. NULL is allowed. A credentials provider's `release` runs here when
+/// no client built from the configuration still holds the provider.
 ///
 /// # Safety
 /// `config` is NULL or a configuration not yet freed.

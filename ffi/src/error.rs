@@ -123,6 +123,10 @@ impl gantry_error {
     pub(crate) fn result(&self) -> gantry_result {
         self.result
     }
+
+    pub(crate) fn message(&self) -> std::borrow::Cow<'_, str> {
+        self.message.to_string_lossy()
+    }
 }
 
 /// The result code this error was returned with.

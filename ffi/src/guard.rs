@@ -63,32 +63,48 @@ pub(crate) fn run(out_err: *mut *mut gantry_error, f: impl FnOnce() -> Result<()
 }
 
 thread_local! {
-    /// Set while a callback of an asynchronous request runs on a client worker thread.
-    static IN_WORKER_CALLBACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set while a caller callback runs that must not make blocking gantry calls: why not.
+    static NO_BLOCKING: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with blocking gantry calls refused on this thread for the reason `why`.
+fn refusing_blocking<T>(why: &'static str, f: impl FnOnce() -> T) -> T {
+    struct Reset(Option<&'static str>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            NO_BLOCKING.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(NO_BLOCKING.with(|c| c.replace(Some(why))));
+    f()
 }
 
 /// Runs a caller callback on a worker thread, marked so that blocking calls made from it fail
 /// (a blocked worker could starve the very transfer being waited for).
 pub(crate) fn in_worker_callback<T>(f: impl FnOnce() -> T) -> T {
-    struct Reset(bool);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            IN_WORKER_CALLBACK.with(|c| c.set(self.0));
-        }
-    }
-    let _reset = Reset(IN_WORKER_CALLBACK.with(|c| c.replace(true)));
-    f()
+    refusing_blocking(
+        "blocking gantry calls are not allowed in callbacks of *_start requests (they run on the \
+         client's worker threads); start another request instead",
+        f,
+    )
 }
 
-/// Fails when called from a callback on a worker thread: the check every blocking call makes.
+/// Runs a credentials callback, marked so that blocking calls made from it fail: on the client
+/// it serves they would wait for the very credentials the callback is fetching (a deadlock).
+pub(crate) fn in_credentials_callback<T>(f: impl FnOnce() -> T) -> T {
+    refusing_blocking(
+        "blocking gantry calls are not allowed in a credentials callback (a request of the client \
+         it serves would wait for the credentials being fetched: a deadlock)",
+        f,
+    )
+}
+
+/// Fails when called from a callback that must not block: the check every blocking call makes.
 pub(crate) fn may_block() -> Result<(), Failure> {
-    if IN_WORKER_CALLBACK.with(|c| c.get()) {
-        return Err(Failure::State(
-            "blocking gantry calls are not allowed in callbacks of *_start requests (they run on the \
-             client's worker threads); start another request instead",
-        ));
+    match NO_BLOCKING.with(|c| c.get()) {
+        Some(why) => Err(Failure::State(why)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Borrows a NUL-terminated UTF-8 string argument.

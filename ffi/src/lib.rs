@@ -10,6 +10,7 @@
 
 mod client;
 mod config;
+mod credentials;
 mod error;
 mod guard;
 mod listing;
@@ -21,6 +22,7 @@ mod transfer;
 
 pub use client::*;
 pub use config::*;
+pub use credentials::*;
 pub use error::*;
 pub use listing::*;
 pub use metrics::*;

@@ -1,4 +1,4 @@
-//! Builds `ffi/tests/c/test_gantry.c` against `include/gantry.h` and `libgantry.so` with
+//! Builds each C test in `ffi/tests/c/` against `include/gantry.h` and `libgantry.so` with
 //! `-Wall -Wextra -Werror -Wpedantic`, and runs it under valgrind (zero leaks of definitely
 //! lost memory, zero invalid accesses) against the embedded S3 server.
 
@@ -10,8 +10,9 @@ fn target_dir() -> PathBuf {
     std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_path_buf()
 }
 
-#[test]
-fn c_tests_pass_under_valgrind() {
+/// Compiles `ffi/tests/c/<name>.c` and runs it (under valgrind when installed) with
+/// GANTRY_TEST_ENDPOINT naming a server that accepts the default keys.
+fn run_c_test(name: &str) {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
     let lib_dir = target_dir();
     assert!(lib_dir.join("libgantry.so").exists(), "libgantry.so not built in {}", lib_dir.display());
@@ -21,7 +22,7 @@ fn c_tests_pass_under_valgrind() {
     let dump = Command::new("objdump").arg("-p").arg(lib_dir.join("libgantry.so")).output().unwrap();
     assert!(String::from_utf8_lossy(&dump.stdout).contains(&soname), "libgantry.so must carry the soname {soname}");
     let work = tempfile::tempdir().unwrap();
-    let exe = work.path().join("test_gantry");
+    let exe = work.path().join(name);
     let status = Command::new("cc")
         .args([
             "-std=c11",
@@ -36,7 +37,7 @@ fn c_tests_pass_under_valgrind() {
             "-o",
         ])
         .arg(&exe)
-        .arg(repo.join("ffi/tests/c/test_gantry.c"))
+        .arg(repo.join(format!("ffi/tests/c/{name}.c")))
         .arg("-I")
         .arg(repo.join("include"))
         .arg("-L")
@@ -45,14 +46,11 @@ fn c_tests_pass_under_valgrind() {
         .arg("-lgantry")
         .status()
         .expect("run cc");
-    assert!(status.success(), "the C tests do not compile");
+    assert!(status.success(), "the C tests of {name}.c do not compile");
 
+    // Accepts gantry_server::DEFAULT_ACCESS_KEY / DEFAULT_SECRET_KEY.
     let server = gantry_server::start_background(
-        gantry_server::ServerConfig {
-            root: work.path().join("s3"),
-            addr: "127.0.0.1:0".parse().unwrap(),
-            credentials: Some((gantry_server::DEFAULT_ACCESS_KEY.into(), gantry_server::DEFAULT_SECRET_KEY.into())),
-        },
+        gantry_server::ServerConfig::new(work.path().join("s3"), "127.0.0.1:0".parse().unwrap()),
         2,
     )
     .unwrap();
@@ -78,6 +76,16 @@ fn c_tests_pass_under_valgrind() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!("{stdout}{stderr}");
-    assert!(out.status.success(), "C tests failed ({:?})", out.status.code());
+    assert!(out.status.success(), "C tests of {name}.c failed ({:?})", out.status.code());
     assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
+}
+
+#[test]
+fn c_tests_pass_under_valgrind() {
+    run_c_test("test_gantry");
+}
+
+#[test]
+fn c_credentials_provider_tests_pass_under_valgrind() {
+    run_c_test("test_credentials");
 }

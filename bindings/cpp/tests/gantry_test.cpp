@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
@@ -221,6 +222,68 @@ TEST_F(GantryTest, MetricsAndLanes) {
     ASSERT_EQ(lanes.size(), 1u);
     EXPECT_STREQ(lanes[0].name, "default");
     EXPECT_EQ(lanes[0].bytes_uploaded, m.bytes_uploaded);
+}
+
+TEST_F(GantryTest, CredentialsProviderFetchesOnceAndIsReleased) {
+    auto calls = std::make_shared<std::atomic<int>>(0);
+    std::weak_ptr<std::atomic<int>> captured = calls;
+    auto caller = std::this_thread::get_id();
+    std::atomic<bool> on_caller_thread{false};
+    {
+        gantry::Config cfg;
+        cfg.set("endpoint_url", endpoint()).set("part_size", "5MiB");
+        cfg.credentials_provider([calls, caller, &on_caller_thread] {
+            ++*calls;
+            if (std::this_thread::get_id() == caller) on_caller_thread = true;
+            gantry::Credentials c;
+            c.access_key_id = "gantry";
+            c.secret_access_key = "gantry-secret-key";
+            c.session_token = "session";  // temporary-looking keys; the test server ignores it
+            c.expiry = std::chrono::system_clock::now() + std::chrono::hours(1);
+            return c;
+        });
+        gantry::Client provided(cfg);
+        for (int i = 0; i < 10; i++) {
+            provided.put(bucket, "provided", "x");
+            EXPECT_EQ(provided.head_size(bucket, "provided"), 1u);
+        }
+        EXPECT_EQ(calls->load(), 1) << "one fetch serves every request until the expiry nears";
+        EXPECT_FALSE(on_caller_thread.load()) << "the provider runs on a gantry thread";
+    }
+    calls.reset();
+    // The library destroys the function (and what it captured) once the Config and the Client
+    // are gone; the Client's threads end asynchronously, so allow a moment.
+    for (int i = 0; i < 500 && !captured.expired(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_TRUE(captured.expired()) << "the provider was not released";
+}
+
+TEST_F(GantryTest, ThrowingCredentialsProviderFailsTheFetch) {
+    gantry::Config cfg;
+    cfg.set("endpoint_url", endpoint());
+    cfg.credentials_provider([]() -> gantry::Credentials { throw std::runtime_error("vault is sealed"); });
+    gantry::Client sealed(cfg);
+    try {
+        sealed.head_size(bucket, "obj-1");
+        FAIL() << "expected an error";
+    } catch (const gantry::Error &e) {
+        EXPECT_EQ(e.code(), GANTRY_RESULT_CREDENTIALS);
+        EXPECT_NE(std::string(e.what()).find("credentials callback: vault is sealed"), std::string::npos) << e.what();
+        EXPECT_FALSE(e.retryable());
+    }
+    // Keys the library refuses fail the fetch with the reason; no exception type escapes.
+    gantry::Config empty;
+    empty.set("endpoint_url", endpoint()).credentials_provider([] { return gantry::Credentials{}; });
+    try {
+        gantry::Client(empty).head_size(bucket, "obj-1");
+        FAIL() << "expected an error";
+    } catch (const gantry::Error &e) {
+        EXPECT_EQ(e.code(), GANTRY_RESULT_CREDENTIALS);
+        EXPECT_NE(std::string(e.what()).find("must not be empty"), std::string::npos) << e.what();
+    }
+    gantry::Config odd;
+    odd.set("endpoint_url", endpoint()).credentials_provider([]() -> gantry::Credentials { throw 42; });
+    EXPECT_THROW(gantry::Client(odd).head_size(bucket, "obj-1"), gantry::Error);
+    EXPECT_THROW(gantry::Config().credentials_provider(nullptr), std::invalid_argument);
 }
 
 }  // namespace
