@@ -53,7 +53,14 @@ pub unsafe extern "C" fn gantry_config_new(
 /// checksum_algorithm (crc64nvme/crc32c), checksum_upload (none/header/trailer),
 /// verify_checksums (true/false), hedging (true/false), worker_threads, tcp_recv_buffer and
 /// tcp_send_buffer (sizes; unset = kernel autotuning), nic (repeat to add
-/// interfaces), bind (repeat to add source addresses). The credential keys (access_key_id,
+/// interfaces), bind (repeat to add source addresses), ca_bundle (PEM file of CA
+/// certificates replacing the system trust store), tls_verify (true/false; false turns
+/// certificate checks off for test clusters and logs a warning), proxy
+/// (http://[user:password@]host:port, wins over HTTPS_PROXY / HTTP_PROXY), no_proxy
+/// (NO_PROXY syntax), auto_config (true/false: size connections and NIC lanes from the EC2
+/// instance). Without credential keys the client uses the AWS default chain (environment, web
+/// identity, profile, container endpoint, EC2 instance metadata), refreshed ahead of expiry.
+/// The credential keys (access_key_id,
 /// secret_access_key, session_token, profile, anonymous) replace a provider set with
 /// `gantry_config_set_credentials_provider`. An unknown key or a bad value returns
 /// GANTRY_RESULT_INVALID_ARGUMENT and leaves the configuration unchanged; cross-field checks
