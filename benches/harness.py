@@ -9,13 +9,19 @@ every round. A runner reports bytes, wall seconds and CPU seconds of its transfe
 harness adds the runner's peak RSS (wait4). Output: a Markdown table per scenario and the
 gantry/peer ratios, min-median-max over rounds, each ratio taken within one round.
 
+The tls-* scenarios serve HTTPS with a throwaway CA (gantry-fault-server --tls-self-signed);
+every client trusts that CA (gantry's ca_bundle, the CRT's trust store override, obstore's
+root_certificate, curl --cacert) and none turns verification off.
+
     benches/run.sh [--scenarios bulk-get,s3like-get,...] [--rounds N] [--clients gantry,crt,obstore] [--smoke]
+    benches/run.sh --runner gantry-b=/path/to/other/gantry-bench --clients gantry,gantry-b --base gantry-b
 
 Run it through benches/run.sh, which builds the binaries and installs the peers first.
 """
 import argparse
 import json
 import os
+import ssl
 import statistics as st
 import subprocess
 import sys
@@ -56,6 +62,16 @@ def scenarios(scale, workdir):
             shaping={}, connections=16, preload=[(bulk_keys, big)],
             workloads=[dict(name="get", op="get", keys=bulk_keys, size=big, in_flight=8)],
             floor=bulk_keys[0]),
+        "tls-bulk-get": dict(
+            about=f"bulk-get over HTTPS: 8 x {big // MIB} MiB GETs, no shaping, 16 connections",
+            tls=True, shaping={}, connections=16, preload=[(bulk_keys, big)],
+            workloads=[dict(name="get", op="get", keys=bulk_keys, size=big, in_flight=8)],
+            floor=bulk_keys[0]),
+        "tls-bulk-put": dict(
+            about=f"bulk-put-mem over HTTPS: 4 x {big // MIB} MiB multipart uploads from memory, 16 connections",
+            tls=True, shaping={}, connections=16, preload=[], src_file=(src_file, big),
+            workloads=[dict(name="put", op="put", source="memory", keys=[f"put-{i}" for i in range(4)], size=big, in_flight=4)],
+            floor_put=src_file),
         "s3like-get": dict(
             about=f"4 x {s3like_size // MIB} MiB GETs, first byte 20 ms, 25 MB/s per connection, 32 connections",
             shaping=s3, connections=32, preload=[([f"s3like-{i}" for i in range(4)], s3like_size)],
@@ -94,10 +110,15 @@ def scenarios(scale, workdir):
 
 
 class Server:
-    """A gantry-fault-server process with the scenario's shaping."""
+    """A gantry-fault-server process with the scenario's shaping; over HTTPS with a fresh CA
+    (`self.ca`, else None) when `tls`."""
 
-    def __init__(self, shaping, workdir):
+    def __init__(self, shaping, workdir, tls=False):
         args = [os.path.join(BIN, "gantry-fault-server"), "--port", "0"]
+        self.ca, self.ssl = None, None
+        if tls:
+            args += ["--tls-self-signed", os.path.join(workdir, "tls")]
+            self.ca = os.path.join(workdir, "tls", "ca.pem")
         if shaping.get("first_byte_ms"):
             args += ["--first-byte-ms", str(shaping["first_byte_ms"])]
         if shaping.get("conn_rate_mbps"):
@@ -113,10 +134,19 @@ class Server:
             time.sleep(0.05)
         else:
             raise SystemExit("gantry-fault-server did not start")
-        urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/bench", method="PUT")).close()
+        if self.ca:
+            self.ssl = ssl.create_default_context(cafile=self.ca)
+        self.urlopen(urllib.request.Request(f"{self.endpoint}/bench", method="PUT")).close()
+
+    def urlopen(self, req):
+        return urllib.request.urlopen(req, context=self.ssl)
+
+    def curl(self):
+        """curl's command line for this server (trusting its CA)."""
+        return ["curl", "-sf", "-o", "/dev/null"] + (["--cacert", self.ca] if self.ca else [])
 
     def size_of(self, key):
-        with urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/bench/{key}", method="HEAD")) as r:
+        with self.urlopen(urllib.request.Request(f"{self.endpoint}/bench/{key}", method="HEAD")) as r:
             return int(r.headers["Content-Length"])
 
     def stop(self):
@@ -138,14 +168,20 @@ def run_measured(argv, env=None):
 
 
 def spec_for(sc, server, settings):
-    return {"endpoint": server.endpoint, "bucket": "bench", "connections": sc["connections"],
-            "part_size": PART, "workloads": sc["workloads"], "gantry_settings": settings}
+    """The spec every runner gets. Over HTTPS, `ca_bundle` names the CA to trust: the peer
+    runners read that key, gantry-bench gets it as gantry's own `ca_bundle` setting."""
+    spec = {"endpoint": server.endpoint, "bucket": "bench", "connections": sc["connections"],
+            "part_size": PART, "workloads": sc["workloads"], "gantry_settings": dict(settings)}
+    if server.ca:
+        spec["ca_bundle"] = server.ca
+        spec["gantry_settings"]["ca_bundle"] = server.ca
+    return spec
 
 
 def preload(sc, server):
     for keys, size in sc["preload"]:
-        spec = {"endpoint": server.endpoint, "bucket": "bench", "connections": 16, "part_size": PART,
-                "workloads": [dict(name="preload", op="put", source="memory", keys=keys, size=size, in_flight=16)]}
+        spec = dict(spec_for(sc, server, {}), connections=16,
+                    workloads=[dict(name="preload", op="put", source="memory", keys=keys, size=size, in_flight=16)])
         run_measured(RUNNERS["gantry"] + [json.dumps(spec)])
 
 
@@ -170,7 +206,7 @@ def run_scenario(name, sc, clients, rounds, workdir, settings):
             with open(path, "wb") as f:
                 for _ in range(0, size, 8 * MIB):
                     f.write(os.urandom(min(8 * MIB, size)))
-    server = Server(sc["shaping"], workdir)
+    server = Server(sc["shaping"], workdir, tls=sc.get("tls", False))
     rows = []
     try:
         preload(sc, server)
@@ -186,8 +222,15 @@ def run_scenario(name, sc, clients, rounds, workdir, settings):
                     rows.append(res)
                 print(f"  {name} round {r} {c}: {res['bytes'] / MIB / res['seconds']:.0f} MiB/s, "
                       f"{res['cpu_s'] / (res['bytes'] / (1 << 30)):.3f} CPU s/GiB", file=sys.stderr)
+            # The floor: curl, one plain request for one object (a GET to /dev/null, or a PUT
+            # of the source file with -T), on one connection.
+            floor = None
             if sc.get("floor"):
-                _, ru = run_measured(["curl", "-sf", "-o", "/dev/null", f"{server.endpoint}/bench/{sc['floor']}"])
+                floor = server.curl() + [f"{server.endpoint}/bench/{sc['floor']}"]
+            elif sc.get("floor_put"):
+                floor = server.curl() + ["-T", sc["floor_put"], f"{server.endpoint}/bench/curl-floor"]
+            if floor:
+                _, ru = run_measured(floor)
                 if r > 0:
                     size = sc["workloads"][0]["size"]
                     rows.append(dict(who="curl", round=r, bytes=size, seconds=None, cpu_s=ru.ru_utime + ru.ru_stime,
@@ -202,7 +245,7 @@ def rng(xs, fmt="{:.2f}"):
     return f"{fmt.format(xs[0])} – {fmt.format(st.median(xs))} – {fmt.format(xs[-1])}"
 
 
-def report(name, sc, rows, clients):
+def report(name, sc, rows, clients, base="gantry"):
     gib = lambda r: r["bytes"] / (1 << 30)
     mibs = lambda r: r["bytes"] / MIB / r["seconds"]
     cpg = lambda r: r["cpu_s"] / gib(r)
@@ -219,7 +262,8 @@ def report(name, sc, rows, clients):
         if not rs:
             continue
         speed = f"{st.median(mibs(r) for r in rs):.0f}" if c != "curl" else "(1 connection)"
-        cells = [c if c != "curl" else "curl -o /dev/null", speed, f"{st.median(cpg(r) for r in rs):.3f}",
+        curl = "curl -T file" if sc.get("floor_put") else "curl -o /dev/null"
+        cells = [c if c != "curl" else curl, speed, f"{st.median(cpg(r) for r in rs):.3f}",
                  f"{max(r['max_rss_kib'] for r in rs) / 1024:.0f}"]
         if "ideal_bps" in sc and c != "curl":
             cells.append(f"{100 * st.median(r['bytes'] / r['seconds'] for r in rs) / sc['ideal_bps']:.1f}%")
@@ -236,12 +280,12 @@ def report(name, sc, rows, clients):
             f"{c}: " + ", ".join(f"{w['name']} {st.median(r['workloads'][i]['seconds'] for r in rows if r['who'] == c):.2f}"
                                  for i, w in enumerate(sc["workloads"]))
             for c in clients if any(r["who"] == c for r in rows))]
-    if "gantry" in clients:
-        out += ["", "| gantry / peer (min – median – max over rounds) | throughput | CPU per GiB |", "|---|---|---|"]
-        for c in [p for p in clients if p != "gantry"] + (["curl"] if any(r["who"] == "curl" for r in rows) else []):
+    if base in clients:
+        out += ["", f"| {base} / peer (min – median – max over rounds) | throughput | CPU per GiB |", "|---|---|---|"]
+        for c in [p for p in clients if p != base] + (["curl"] if any(r["who"] == "curl" for r in rows) else []):
             tp, cpu = [], []
             for rnd in sorted({r["round"] for r in rows}):
-                g = next(r for r in rows if r["who"] == "gantry" and r["round"] == rnd)
+                g = next(r for r in rows if r["who"] == base and r["round"] == rnd)
                 p = next((r for r in rows if r["who"] == c and r["round"] == rnd), None)
                 if p is None:
                     continue
@@ -257,8 +301,11 @@ def machine():
     mem = next((int(l.split()[1]) // (1 << 20) for l in open("/proc/meminfo") if l.startswith("MemTotal")), 0)
     import awscrt
     import obstore
+    curl = subprocess.run(["curl", "--version"], capture_output=True, text=True).stdout.split()
+    curl = f"curl {curl[1]} ({next((w for w in curl if w.startswith('OpenSSL/')), 'TLS library unknown')})"
     return (f"machine: {os.cpu_count()} x {cpu}, {mem} GiB RAM, kernel {os.uname().release}; "
-            f"awscrt {awscrt.__version__}, obstore {obstore.__version__}; server: gantry-fault-server on loopback")
+            f"awscrt {awscrt.__version__}, obstore {obstore.__version__}, {curl}; "
+            "server: gantry-fault-server on loopback")
 
 
 def main():
@@ -271,9 +318,18 @@ def main():
     ap.add_argument("--out", help="also write the Markdown to this file")
     ap.add_argument("--gantry-set", action="append", default=[], metavar="KEY=VALUE",
                     help="a gantry config key (as gantry_config_set takes it) for gantry's runs, e.g. checksum_upload=none")
+    ap.add_argument("--runner", action="append", default=[], metavar="NAME=PATH",
+                    help="another gantry-bench binary (e.g. a build with other features) as client NAME")
+    ap.add_argument("--base", default="gantry", help="the client the ratio table divides by its peers")
     a = ap.parse_args()
+    for kv in a.runner:
+        who, path = kv.split("=", 1)
+        RUNNERS[who] = [os.path.abspath(path)]
     settings = dict(kv.split("=", 1) for kv in a.gantry_set)
     clients = a.clients.split(",")
+    unknown = [c for c in clients if c not in RUNNERS]
+    if unknown:
+        raise SystemExit(f"unknown client {', '.join(unknown)}; known: {', '.join(RUNNERS)} (add one with --runner)")
     rounds = 1 if a.smoke else a.rounds
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench-secret")
@@ -286,7 +342,7 @@ def main():
             if name not in table:
                 raise SystemExit(f"unknown scenario {name}; known: {', '.join(all_names)}")
             rows = run_scenario(name, table[name], clients, rounds, workdir, settings)
-            md.append(report(name, table[name], rows, clients))
+            md.append(report(name, table[name], rows, clients, a.base))
             print(md[-1], flush=True)
     if a.out:
         with open(a.out, "w") as f:

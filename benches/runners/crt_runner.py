@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs one benchmark spec with the AWS CRT's S3Client (awscrt, aws-c-s3 underneath).
 
-Configured as awscrt documents it for a local http endpoint: TLS off, the spec's part size,
+Configured as awscrt documents it for a local endpoint: TLS off for http://, and for https://
+TLS on (s2n) with the trust store replaced by the spec's `ca_bundle`; the spec's part size,
 a throughput target high enough that the connection cap (max_active_connections_override =
 the spec's connections) is what limits it. GETs use the CRT's own file sink on /dev/null
 (the cheapest receive path it offers: no Python per chunk). Uploads from a file use
@@ -16,7 +17,7 @@ import threading
 
 from awscrt.auth import AwsCredentialsProvider
 from awscrt.http import HttpHeaders, HttpRequest
-from awscrt.io import ClientBootstrap, DefaultHostResolver, EventLoopGroup
+from awscrt.io import ClientBootstrap, ClientTlsContext, DefaultHostResolver, EventLoopGroup, TlsContextOptions
 from awscrt.s3 import S3Client, S3RequestTlsMode, S3RequestType
 from urllib.parse import urlparse
 
@@ -46,18 +47,24 @@ class RepeatStream(io.RawIOBase):
 
 def main():
     spec = common.load_spec()
-    host = urlparse(spec["endpoint"]).netloc
+    url = urlparse(spec["endpoint"])
+    host = url.netloc
     elg = EventLoopGroup()
     bootstrap = ClientBootstrap(elg, DefaultHostResolver(elg))
     ak, sk = common.credentials()
     kwargs = {}
     if spec.get("memory_limit"):
         kwargs["memory_limit"] = spec["memory_limit"]
+    if url.scheme == "https":
+        tls = TlsContextOptions()
+        if spec.get("ca_bundle"):
+            tls.override_default_trust_store_from_path(ca_filepath=spec["ca_bundle"])
+        kwargs["tls_connection_options"] = ClientTlsContext(tls).new_connection_options()
     client = S3Client(
         bootstrap=bootstrap,
         region="us-east-1",
         credential_provider=AwsCredentialsProvider.new_static(ak, sk),
-        tls_mode=S3RequestTlsMode.DISABLED,
+        tls_mode=S3RequestTlsMode.ENABLED if url.scheme == "https" else S3RequestTlsMode.DISABLED,
         part_size=spec["part_size"],
         throughput_target_gbps=100.0,
         max_active_connections_override=spec["connections"],

@@ -7,7 +7,9 @@ size, the remaining parts with get_range_async; one semaphore of `connections` p
 bounds the requests in flight across all objects (its connection pool grows to match).
 Uploads use obstore's put with the spec's part size as chunk_size and the connections
 divided among the objects in flight as max_concurrency. Payloads are sent unsigned
-(`unsigned_payload`, as gantry and the CRT do) so nobody hashes bodies for SigV4.
+(`unsigned_payload`, as gantry and the CRT do) so nobody hashes bodies for SigV4. Over
+https:// it trusts the spec's `ca_bundle` through `client_options["root_certificate"]` (added to
+its roots; verification stays on).
 See gantry-bench (benches/runner) for the spec.
 """
 import asyncio
@@ -24,6 +26,10 @@ import common
 async def main():
     spec = common.load_spec()
     ak, sk = common.credentials()
+    options = {"allow_http": True}
+    if spec.get("ca_bundle"):
+        with open(spec["ca_bundle"]) as f:
+            options["root_certificate"] = f.read()
     store = S3Store(
         spec["bucket"],
         endpoint=spec["endpoint"],
@@ -32,7 +38,7 @@ async def main():
         region="us-east-1",
         virtual_hosted_style_request=False,
         unsigned_payload=True,
-        client_options={"allow_http": True},
+        client_options=options,
     )
     part = spec["part_size"]
     conns = spec["connections"]

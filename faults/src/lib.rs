@@ -15,6 +15,9 @@
 //! println!("{}", server.endpoint());
 //! ```
 //!
+//! HTTPS: [`FaultServer::start_tls_on`] serves the same over TLS (see [`tls_server_config`]);
+//! `gantry-fault-server --tls-self-signed DIR` does so with a throwaway CA in `DIR/ca.pem`.
+//!
 //! Connection endings: every accepted socket has `SO_LINGER = 0`, so `ResetBeforeHead`,
 //! `ResetMidBody` and server shutdown end connections with a TCP RST. `ShortBody` ends with a
 //! FIN (the write half is shut down once the truncated body has been flushed), so clients see
@@ -50,6 +53,7 @@ mod service;
 mod shaping;
 mod spec;
 mod store;
+mod tls;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -60,13 +64,16 @@ use bytes::Bytes;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
 
 pub use checksum::ChecksumAlgo;
 pub use faults::Fault;
 pub use rules::{Match, Op, RequestRecord, Rule};
 pub use shaping::Shaping;
 pub use spec::parse_fault_spec;
+pub use tls::tls_server_config;
 
 use conn::{ConnCtl, FaultIo};
 use rules::RuleSet;
@@ -152,6 +159,7 @@ impl Drop for OpenGuard {
 pub struct FaultServer {
     state: Arc<State>,
     addr: SocketAddr,
+    tls: bool,
     shutdown: watch::Sender<bool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -166,6 +174,17 @@ impl FaultServer {
 
     /// Starts on `addr` (the binary uses a fixed port); errors if binding fails.
     pub fn start_on(addr: SocketAddr) -> std::io::Result<FaultServer> {
+        FaultServer::start_with(addr, None)
+    }
+
+    /// Starts an HTTPS server on `addr` with `tls` (e.g. from [`tls_server_config`]); its
+    /// [`endpoint`](FaultServer::endpoint) is `https://…`. A failed handshake closes only that
+    /// connection.
+    pub fn start_tls_on(addr: SocketAddr, tls: Arc<rustls::ServerConfig>) -> std::io::Result<FaultServer> {
+        FaultServer::start_with(addr, Some(TlsAcceptor::from(tls)))
+    }
+
+    fn start_with(addr: SocketAddr, tls: Option<TlsAcceptor>) -> std::io::Result<FaultServer> {
         let sock = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
         sock.set_reuse_address(true)?;
         sock.bind(&addr.into())?;
@@ -181,17 +200,19 @@ impl FaultServer {
         let state = Arc::new(State::new());
         let (shutdown, rx) = watch::channel(false);
         let st = state.clone();
+        let is_tls = tls.is_some();
         let thread = std::thread::Builder::new().name("gantry-faults".into()).spawn(move || {
-            rt.block_on(accept_loop(listener, st, rx));
+            rt.block_on(accept_loop(listener, st, tls, rx));
             // Dropping the runtime drops every connection task, closing its socket (RST).
             drop(rt);
         })?;
-        Ok(FaultServer { state, addr, shutdown, thread: Some(thread) })
+        Ok(FaultServer { state, addr, tls: is_tls, shutdown, thread: Some(thread) })
     }
 
-    /// Base URL for path-style requests, e.g. `http://127.0.0.1:41234`.
+    /// Base URL for path-style requests, e.g. `http://127.0.0.1:41234` (`https://` when
+    /// started with TLS).
     pub fn endpoint(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", if self.tls { "https" } else { "http" }, self.addr)
     }
 
     /// The bound address (useful for raw TCP clients in tests).
@@ -321,7 +342,12 @@ impl std::fmt::Debug for FaultServer {
     }
 }
 
-async fn accept_loop(listener: std::net::TcpListener, state: Arc<State>, mut shutdown: watch::Receiver<bool>) {
+async fn accept_loop(
+    listener: std::net::TcpListener,
+    state: Arc<State>,
+    tls: Option<TlsAcceptor>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => {
@@ -349,19 +375,38 @@ async fn accept_loop(listener: std::net::TcpListener, state: Arc<State>, mut shu
         state.conns_open.fetch_add(1, Ordering::Relaxed);
         let guard = OpenGuard(state.clone());
         let st = state.clone();
+        let tls = tls.clone();
         let mut shutdown = shutdown.clone();
         tokio::spawn(async move {
             let _guard = guard;
             let ctl = Arc::new(ConnCtl::default());
-            let io = TokioIo::new(FaultIo::new(tcp, ctl.clone()));
-            let svc = service_fn(move |req| service::handle(st.clone(), ctl.clone(), req));
-            let mut builder = http1::Builder::new();
-            builder.keep_alive(true).header_read_timeout(None);
-            let conn = builder.serve_connection(io, svc);
+            let io = FaultIo::new(tcp, ctl.clone());
+            let conn = async {
+                match tls {
+                    // A failed handshake ends this connection only.
+                    Some(tls) => {
+                        if let Ok(io) = tls.accept(io).await {
+                            serve(io, st, ctl).await;
+                        }
+                    }
+                    None => serve(io, st, ctl).await,
+                }
+            };
             tokio::select! {
                 _ = conn => {}
                 _ = shutdown.wait_for(|s| *s) => {}
             }
         });
     }
+}
+
+/// Serves one connection's requests until it ends (plain TCP or the TLS stream over it).
+async fn serve<I>(io: I, state: Arc<State>, ctl: Arc<ConnCtl>)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = service_fn(move |req| service::handle(state.clone(), ctl.clone(), req));
+    let mut builder = http1::Builder::new();
+    builder.keep_alive(true).header_read_timeout(None);
+    let _ = builder.serve_connection(TokioIo::new(io), svc).await;
 }

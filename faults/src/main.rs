@@ -3,10 +3,11 @@
 
 use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use gantry_faults::{parse_fault_spec, FaultServer, Op, Shaping};
+use gantry_faults::{parse_fault_spec, tls_server_config, FaultServer, Op, Shaping};
 
 /// Fault-injecting, shaping S3 test server (path-style, no signature checks).
 #[derive(Debug, Parser)]
@@ -38,6 +39,16 @@ struct Args {
     /// Keep the per-request log in memory (off by default: counters suffice for the summary).
     #[arg(long)]
     log_requests: bool,
+    /// Serve HTTPS with a fresh CA and a leaf for localhost, 127.0.0.1 and ::1 written to DIR
+    /// (clients trust DIR/ca.pem; DIR/cert.pem and DIR/key.pem are the server's).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["tls_cert", "tls_key"])]
+    tls_self_signed: Option<PathBuf>,
+    /// Serve HTTPS with this PEM certificate chain (leaf first); needs --tls-key.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert's leaf.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 fn main() {
@@ -60,7 +71,19 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let server = match FaultServer::start_on(SocketAddr::new(args.bind, args.port)) {
+    let tls = match tls_files(&args).map(|(cert, key)| tls_server_config(&cert, &key)).transpose() {
+        Ok(tls) => tls,
+        Err(e) => {
+            eprintln!("gantry-fault-server: TLS: {e}");
+            std::process::exit(1);
+        }
+    };
+    let addr = SocketAddr::new(args.bind, args.port);
+    let started = match tls {
+        Some(tls) => FaultServer::start_tls_on(addr, tls),
+        None => FaultServer::start_on(addr),
+    };
+    let server = match started {
         Ok(s) => s,
         Err(e) => {
             eprintln!("gantry-fault-server: cannot listen on {}:{}: {e}", args.bind, args.port);
@@ -94,6 +117,20 @@ fn main() {
     );
     let _ = out.flush();
     drop(server);
+}
+
+/// The certificate chain and key to serve, writing a self-signed pair first if asked to.
+fn tls_files(args: &Args) -> Option<(PathBuf, PathBuf)> {
+    if let Some(dir) = &args.tls_self_signed {
+        return match gantry_server::tls::self_signed(dir) {
+            Ok(files) => Some((files.cert, files.key)),
+            Err(e) => {
+                eprintln!("gantry-fault-server: --tls-self-signed {}: {e}", dir.display());
+                std::process::exit(1);
+            }
+        };
+    }
+    Some((args.tls_cert.clone()?, args.tls_key.clone()?))
 }
 
 /// Blocks until SIGINT or SIGTERM.

@@ -13,6 +13,9 @@
 //! Spec: {"endpoint","bucket","connections","part_size","memory_limit"?,"gantry_settings"?,"workloads":[{
 //!   "name","op":"get"|"put"|"stream-put","keys":[..],"in_flight","size",
 //!   "source":"memory"|"file","file","write_size"}]}
+//!
+//! Over HTTPS the harness puts the CA to trust in `gantry_settings.ca_bundle` (gantry's own
+//! config key); the top-level `ca_bundle` it also sets is for the peer runners.
 
 use std::process::ExitCode;
 use std::sync::Arc;
