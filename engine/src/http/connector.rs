@@ -54,6 +54,9 @@ pub(crate) struct Sender {
     pub(crate) driver: tokio::task::AbortHandle,
 }
 
+/// The socket read buffer under TLS (see `handshake_tls`).
+const TLS_READ_BUF: usize = 256 * 1024;
+
 /// hyper's read buffer ceiling. Larger reads mean fewer syscalls and wake-ups per GiB.
 const MAX_READ_BUF: usize = 1024 * 1024;
 
@@ -198,6 +201,9 @@ impl Connector {
     async fn handshake_tls(&self, stream: TcpStream, authority: &Authority) -> std::io::Result<Sender> {
         let name = rustls::pki_types::ServerName::try_from(authority.host.clone())
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        // rustls asks the socket for one TLS record (16 KiB) at a time: a read buffer in
+        // front of it turns ~66,000 recvfrom calls per GiB into ~4,000.
+        let stream = tokio::io::BufReader::with_capacity(TLS_READ_BUF, stream);
         let tls = tokio_rustls::TlsConnector::from(self.tls.clone()).connect(name, stream).await?;
         handshake(TokioIo::new(tls)).await
     }
