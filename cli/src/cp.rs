@@ -57,6 +57,10 @@ pub(crate) struct ClientArgs {
     /// Local source address to spread connections across (repeatable).
     #[arg(long = "bind", value_name = "ADDR")]
     binds: Vec<std::net::IpAddr>,
+    /// Do not size the client for this EC2 instance (by default, what is not set explicitly
+    /// comes from IMDS: the target throughput from the instance type, one NIC per network card).
+    #[arg(long)]
+    no_auto_config: bool,
     /// Any configuration key, e.g. --set worker_threads=1 (repeatable; applied after the
     /// flags above; the keys are those of the C ABI's gantry_config_set).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -114,6 +118,9 @@ impl ClientArgs {
         }
         if let Some(p) = &self.proxy {
             b = b.proxy(p);
+        }
+        if self.no_auto_config {
+            b = b.auto_config(false);
         }
         for kv in &self.sets {
             let (key, value) = kv.split_once('=').ok_or_else(|| format!("--set {kv:?}: expected KEY=VALUE"))?;
@@ -227,6 +234,7 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
     if args.json {
         let m = client.metrics().since(&before);
         let mut line = report(direction, bytes, seconds, &m);
+        line["max_connections"] = client.config().max_connections().into();
         line["credentials"] = serde_json::json!({
             "source": client.credentials_source(),
             "refreshes": m.credential_refreshes,
@@ -257,6 +265,18 @@ pub(crate) fn report(direction: &str, bytes: u64, seconds: f64, m: &MetricsSnaps
         "retries": m.retries,
         "errors": m.errors,
         "connections_opened": m.connections_opened,
+        "auto_config": m.auto_config.as_ref().map(|a| serde_json::json!({
+            "instance_type": a.instance_type,
+            "instance_bandwidth_gbps": a.instance_bandwidth_gbps,
+            "throughput_target_gbps": a.throughput_target_gbps,
+            "network_interfaces": a.network_interfaces,
+            "network_cards": a.network_cards.iter().map(|c| serde_json::json!({
+                "index": c.index,
+                "device_number": c.device_number,
+                "mac": c.mac,
+                "interface": c.interface,
+            })).collect::<Vec<_>>(),
+        })),
         "nics": m.lanes.iter().map(|l| serde_json::json!({
             "name": l.name,
             "bytes_downloaded": l.bytes_downloaded,

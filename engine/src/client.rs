@@ -108,10 +108,13 @@ impl Client {
         &self.shared().config
     }
 
-    /// A copy of the client's counters.
+    /// A copy of the client's counters, with what zero configuration detected.
     pub fn metrics(&self) -> MetricsSnapshot {
         let shared = self.shared();
-        shared.metrics.snapshot(shared.s3.http.lanes(), &shared.scheduler.memory, shared.s3.credentials.as_deref())
+        let mut m =
+            shared.metrics.snapshot(shared.s3.http.lanes(), &shared.scheduler.memory, shared.s3.credentials.as_deref());
+        m.auto_config = shared.config.auto_config.clone();
+        m
     }
 
     /// Where the credentials come from: `config` (explicit keys), `environment`,

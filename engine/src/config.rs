@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::autoconfig::{AutoConfig, Wanted};
 use crate::checksum::{ChecksumAlgorithm, ChecksumUpload};
 use crate::credentials::CredentialsSource;
 use crate::error::{Error, Operation, Result};
@@ -181,6 +182,7 @@ pub struct ClientConfig {
     pub(crate) bind_addresses: Vec<std::net::IpAddr>,
     pub(crate) tls: TlsTrust,
     pub(crate) proxy: ProxyRules,
+    pub(crate) auto_config: Option<AutoConfig>,
 }
 
 /// A parsed endpoint URL.
@@ -260,6 +262,17 @@ impl ClientConfig {
     pub fn tls_trust(&self) -> &TlsTrust {
         &self.tls
     }
+    /// Network interfaces connections are spread across (explicit or detected); empty when
+    /// the OS routes every connection.
+    pub fn network_interfaces(&self) -> &[String] {
+        &self.network_interfaces
+    }
+    /// What zero configuration detected on this EC2 instance and applied, or `None` when it
+    /// did not run (off EC2, IMDS disabled or silent, `auto_config(false)`,
+    /// `ignore_environment()`, or everything it could fill was set explicitly).
+    pub fn auto_config(&self) -> Option<&AutoConfig> {
+        self.auto_config.as_ref()
+    }
 }
 
 /// Builder for [`ClientConfig`]. Setters consume and return the builder.
@@ -272,7 +285,7 @@ pub struct ClientConfigBuilder {
     credentials: CredentialsSource,
     part_size_bytes: u64,
     multipart_threshold_bytes: Option<u64>,
-    throughput_target_gbps: f64,
+    throughput_target_gbps: Option<f64>,
     max_connections: Option<usize>,
     memory_limit_bytes: u64,
     read_window_bytes: Option<u64>,
@@ -290,6 +303,7 @@ pub struct ClientConfigBuilder {
     proxy: Option<String>,
     no_proxy: Option<String>,
     read_env: bool,
+    auto_config: bool,
 }
 
 impl Default for ClientConfigBuilder {
@@ -301,7 +315,7 @@ impl Default for ClientConfigBuilder {
             credentials: CredentialsSource::Default { profile: None },
             part_size_bytes: 8 * MIB,
             multipart_threshold_bytes: None,
-            throughput_target_gbps: 10.0,
+            throughput_target_gbps: None,
             max_connections: None,
             memory_limit_bytes: 2048 * MIB,
             read_window_bytes: None,
@@ -319,6 +333,7 @@ impl Default for ClientConfigBuilder {
             proxy: None,
             no_proxy: None,
             read_env: true,
+            auto_config: true,
         }
     }
 }
@@ -326,6 +341,9 @@ impl Default for ClientConfigBuilder {
 /// Connections per Gbit/s of target throughput: one S3 connection sustains roughly
 /// 400 Mbit/s, the same planning figure the CRT uses (10 connections per 4 Gbit/s).
 const CONNECTIONS_PER_GBPS: f64 = 2.5;
+
+/// The throughput target when none is set or detected.
+const DEFAULT_THROUGHPUT_TARGET_GBPS: f64 = 10.0;
 
 impl ClientConfigBuilder {
     /// Signing region. Default: `AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1`.
@@ -360,9 +378,10 @@ impl ClientConfigBuilder {
         self
     }
     /// Target throughput that sizes the connection count (2.5 connections per Gbit/s).
-    /// Default 10 Gbit/s (25 connections).
+    /// Default: on EC2, the instance type's sustained network bandwidth (see
+    /// [`Self::auto_config`]), else 10 Gbit/s (25 connections).
     pub fn throughput_target_gbps(mut self, gbps: f64) -> Self {
-        self.throughput_target_gbps = gbps;
+        self.throughput_target_gbps = Some(gbps);
         self
     }
     /// Explicit cap on concurrent requests/connections; overrides the throughput target.
@@ -422,7 +441,9 @@ impl ClientConfigBuilder {
         self
     }
     /// Network interfaces to spread connections across, by name (`SO_BINDTODEVICE`, like the
-    /// CRT's `network_interface_names`). Empty (the default): the OS routes every connection.
+    /// CRT's `network_interface_names`). Default: on an EC2 instance with several network
+    /// cards, one interface per card (see [`Self::auto_config`]); else empty, and the OS
+    /// routes every connection.
     pub fn network_interfaces<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
         self.network_interfaces = names.into_iter().map(Into::into).collect();
         self
@@ -480,9 +501,22 @@ impl ClientConfigBuilder {
     pub(crate) fn bind_addresses_mut(&mut self) -> &mut Vec<std::net::IpAddr> {
         &mut self.bind_addresses
     }
-    /// Ignore `AWS_*` environment variables for region and endpoint (tests, embedding).
+    /// Ignore `AWS_*` environment variables for region and endpoint (tests, embedding). Also
+    /// turns [`Self::auto_config`] off: it reads the environment and the machine.
     pub fn ignore_environment(mut self) -> Self {
         self.read_env = false;
+        self
+    }
+    /// Zero configuration on EC2. Default `true`: when IMDS is enabled (not
+    /// `AWS_EC2_METADATA_DISABLED`) and this is an EC2 instance (or
+    /// `AWS_EC2_METADATA_SERVICE_ENDPOINT` names an IMDS), `build` asks IMDS once for the
+    /// instance type and network cards, and fills in what was not set explicitly: the
+    /// throughput target from the instance type's sustained bandwidth, and one NIC lane per
+    /// network card (as [`Self::network_interfaces`] would set them). Explicit settings always
+    /// win; with the throughput target (or a connection cap) and the lanes all set, IMDS is
+    /// not asked at all. What was detected: [`ClientConfig::auto_config`]. `false` turns it off.
+    pub fn auto_config(mut self, enabled: bool) -> Self {
+        self.auto_config = enabled;
         self
     }
 
@@ -513,6 +547,23 @@ impl ClientConfigBuilder {
             .or_else(|| (self.read_env && endpoint_url.is_none()).then(crate::credentials::imds_region).flatten())
             .unwrap_or_else(|| "us-east-1".to_string());
         let endpoint = endpoint_url.as_deref().map(Endpoint::parse).transpose()?;
+        // Zero configuration on EC2, for what is still unset (explicit settings win).
+        let wanted = Wanted {
+            throughput: self.throughput_target_gbps.is_none() && self.max_connections.is_none(),
+            lanes: self.network_interfaces.is_empty() && self.bind_addresses.is_empty(),
+        };
+        let auto_config = (self.auto_config && self.read_env && (wanted.throughput || wanted.lanes))
+            .then(|| crate::autoconfig::detect(wanted))
+            .flatten();
+        let detected = auto_config.as_ref();
+        let throughput_target_gbps = self
+            .throughput_target_gbps
+            .or_else(|| detected.and_then(|a| a.throughput_target_gbps))
+            .unwrap_or(DEFAULT_THROUGHPUT_TARGET_GBPS);
+        let network_interfaces = match detected {
+            Some(a) if wanted.lanes && !a.network_interfaces.is_empty() => a.network_interfaces.clone(),
+            _ => self.network_interfaces.clone(),
+        };
         if !(MIN_PART_SIZE..=MAX_PART_SIZE).contains(&self.part_size_bytes) {
             return Err(bad(format!("part size {} must be between 5 MiB and 5 GiB", self.part_size_bytes)));
         }
@@ -520,7 +571,7 @@ impl ClientConfigBuilder {
             Some(0) => return Err(bad("max connections must be at least 1".into())),
             Some(n) => n,
             None => {
-                let g = self.throughput_target_gbps;
+                let g = throughput_target_gbps;
                 if !(g.is_finite() && g > 0.0) {
                     return Err(bad(format!("target throughput {g} Gbit/s must be positive")));
                 }
@@ -557,7 +608,7 @@ impl ClientConfigBuilder {
         if self.worker_threads == Some(0) {
             return Err(bad("worker threads must be at least 1".into()));
         }
-        for name in &self.network_interfaces {
+        for name in &network_interfaces {
             if name.is_empty() || name.contains('/') || !std::path::Path::new("/sys/class/net").join(name).exists() {
                 return Err(bad(format!("network interface {name:?} does not exist on this host")));
             }
@@ -600,10 +651,11 @@ impl ClientConfigBuilder {
             worker_threads,
             tcp_recv_buffer_bytes: self.tcp_recv_buffer_bytes,
             tcp_send_buffer_bytes: self.tcp_send_buffer_bytes,
-            network_interfaces: self.network_interfaces,
+            network_interfaces,
             bind_addresses: self.bind_addresses,
             tls,
             proxy,
+            auto_config,
         })
     }
 }
@@ -630,6 +682,19 @@ mod tests {
         assert_eq!(c.max_connections, 250);
         let c = ClientConfig::builder().ignore_environment().max_connections(3).build().unwrap();
         assert_eq!(c.max_connections, 3);
+    }
+
+    #[test]
+    fn auto_config_needs_the_environment() {
+        // ignore_environment() reads neither variables nor the machine: no IMDS, defaults.
+        let c = ClientConfig::builder().ignore_environment().build().unwrap();
+        assert!(c.auto_config().is_none());
+        assert_eq!((c.max_connections, c.network_interfaces().len()), (25, 0));
+        // Region and endpoint explicit: nothing here may look for IMDS.
+        let b = ClientConfig::builder().region("us-east-1").endpoint_url("http://127.0.0.1:9");
+        let c = b.set("auto_config", "false").unwrap().build().unwrap();
+        assert!(c.auto_config().is_none());
+        assert!(ClientConfig::builder().set("auto_config", "maybe").is_err());
     }
 
     #[test]

@@ -45,6 +45,7 @@ pub const CONFIG_KEYS: &[(&str, &str)] = &[
     ("tcp_send_buffer", "size (SO_SNDBUF; unset = kernel autotuning)"),
     ("nic", "interface name; repeat to add more"),
     ("bind", "source address; repeat to add more"),
+    ("auto_config", "true/false; on EC2, target and NIC lanes from the instance (default true)"),
     ("ca_bundle", "PEM file of CA certificates replacing the system trust store"),
     ("tls_verify", "true/false; false disables certificate checks (test clusters only)"),
     ("proxy", "http://[user:password@]host:port for every connection (wins over HTTPS_PROXY)"),
@@ -192,6 +193,7 @@ impl ClientConfigBuilder {
                 self.bind_addresses_mut().push(ip);
                 self
             }
+            "auto_config" => self.auto_config(boolean(key, value)?),
             _ => return Err(bad(key, "unknown configuration key".into())),
         })
     }

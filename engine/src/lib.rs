@@ -45,6 +45,7 @@
 #![deny(missing_docs, missing_debug_implementations)]
 #![warn(unreachable_pub)]
 
+mod autoconfig;
 mod buffer_pool;
 mod checksum;
 mod client;
@@ -66,6 +67,7 @@ mod task;
 mod types;
 mod upload;
 
+pub use autoconfig::{AutoConfig, NetworkCard};
 pub use checksum::{ChecksumAlgorithm, ChecksumUpload};
 pub use client::Client;
 pub use config::{

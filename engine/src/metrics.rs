@@ -137,6 +137,9 @@ pub struct MetricsSnapshot {
     pub credential_refresh_failures: u64,
     /// Refreshes forced by the server refusing credentials as expired (`ExpiredToken`).
     pub credential_forced_refreshes: u64,
+    /// What zero configuration detected on this EC2 instance and applied (the same as
+    /// [`crate::ClientConfig::auto_config`]); `None` when it did not run.
+    pub auto_config: Option<crate::AutoConfig>,
 }
 
 impl MetricsSnapshot {
@@ -176,6 +179,7 @@ impl MetricsSnapshot {
             credential_refreshes: self.credential_refreshes - earlier.credential_refreshes,
             credential_refresh_failures: self.credential_refresh_failures - earlier.credential_refresh_failures,
             credential_forced_refreshes: self.credential_forced_refreshes - earlier.credential_forced_refreshes,
+            auto_config: self.auto_config.clone(),
         }
     }
 }
@@ -260,6 +264,7 @@ impl Metrics {
                     connect_errors: l.errors.load(Relaxed),
                 })
                 .collect(),
+            auto_config: None,
         }
     }
 }

@@ -35,7 +35,7 @@ use futures::future::BoxFuture;
 
 pub(crate) use chain::{default_provider, ChainContext};
 pub(crate) use env::Env;
-use imds::ImdsClient;
+pub(crate) use imds::ImdsClient;
 
 use crate::error::{Error, ErrorKind, Operation, Result};
 
