@@ -356,7 +356,17 @@ impl PacedWorld {
             .env("AWS_EC2_METADATA_DISABLED", "true")
             .env("AWS_ACCESS_KEY_ID", "AKIAPRELOAD")
             .env("AWS_SECRET_ACCESS_KEY", "preload-secret")
-            .args(["cp", "--quiet", "--endpoint-url", &self.twin.endpoint_url()])
+            // s3s-fs assembles (and hashes) a 1 GiB object inside CompleteMultipartUpload;
+            // on a loaded machine that can outlast the default 30 s first-byte timeout, and
+            // a resent Complete then meets an upload that no longer exists.
+            .args([
+                "cp",
+                "--quiet",
+                "--set",
+                "first_byte_timeout_ms=300000",
+                "--endpoint-url",
+                &self.twin.endpoint_url(),
+            ])
             .arg(path)
             .arg(format!("s3://data/{key}"))
             .output()
@@ -421,7 +431,7 @@ fn long_transfers_outlive_twenty_second_credentials() {
     w.preload(&stored, "down");
     let down_dst = w.dir.path().join("down.bin");
     let start = Instant::now();
-    let args = ["--max-connections", "8"];
+    let args = ["--max-connections", "8", "--set", "first_byte_timeout_ms=300000"];
     let up = spawn_cp(&w, &env, &[&args[..], &[up_src.to_str().unwrap(), "s3://data/up"]].concat());
     let down = spawn_cp(&w, &env, &[&args[..], &["s3://data/down", down_dst.to_str().unwrap()]].concat());
     // IMDS drops its session tokens every 15 s (as after an IMDS restart): the refreshes
