@@ -343,7 +343,7 @@ impl Default for ClientConfigBuilder {
 const CONNECTIONS_PER_GBPS: f64 = 2.5;
 
 /// The throughput target when none is set or detected.
-const DEFAULT_THROUGHPUT_TARGET_GBPS: f64 = 10.0;
+pub(crate) const DEFAULT_THROUGHPUT_TARGET_GBPS: f64 = 10.0;
 
 impl ClientConfigBuilder {
     /// Signing region. Default: `AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1`.

@@ -8,8 +8,9 @@
 //!   their sustained network bandwidth ([`instance_bandwidth`], generated from EC2's
 //!   DescribeInstanceTypes data by `scripts/gen-instance-table.py`; its header names the
 //!   source and date). The target then sizes the connection count as an explicit
-//!   `throughput_target_gbps` would. A type missing from the table keeps the default target,
-//!   with one log line.
+//!   `throughput_target_gbps` would, but never below the default target (10 Gbit/s): small
+//!   instances keep today's connection count. A type missing from the table keeps the
+//!   default target, with one log line.
 //! - **NIC lanes.** `network/interfaces/macs/` lists the instance's interfaces; each MAC has a
 //!   `network-card-index` and a `device-number`. Each network card gets one lane: the
 //!   interface of that card with the lowest device number among those present on this host,
@@ -166,7 +167,12 @@ async fn detect_with(imds: &dyn Metadata, sys: &Path, wanted: Wanted) -> Result<
             "auto_config: instance type {t} is not in gantry's bandwidth table; keeping the default throughput target"
         );
     }
-    let throughput_target_gbps = instance_bandwidth_gbps.filter(|_| wanted.throughput);
+    // Only ever raise the target: a small instance's sustained baseline (0.75 Gbit/s for an
+    // m5.large) would leave two connections, while its bursts and S3's per-connection
+    // latency still reward the default's.
+    let throughput_target_gbps = instance_bandwidth_gbps
+        .filter(|_| wanted.throughput)
+        .map(|g| g.max(crate::config::DEFAULT_THROUGHPUT_TARGET_GBPS));
     let (network_cards, network_interfaces) = if wanted.lanes {
         let listed = imds_interfaces(imds).await?;
         let cards = choose_cards(&listed, &local_interfaces(sys));
@@ -427,7 +433,9 @@ mod tests {
         // Two interfaces, one card: default routing, no lanes.
         let nics = [("0e:00:00:00:00:01", 0, 0), ("0e:00:00:00:00:02", 0, 1)];
         let found = run(&imds("m5.large", &nics), sys.path(), ALL).unwrap();
-        assert_eq!(found.throughput_target_gbps, Some(0.75));
+        // The table says 0.75 Gbit/s; the target never goes below the default.
+        assert_eq!(found.instance_bandwidth_gbps, Some(0.75));
+        assert_eq!(found.throughput_target_gbps, Some(10.0));
         assert_eq!(found.network_cards.len(), 1);
         assert!(found.network_interfaces.is_empty());
         // Two cards but only one interface on this host: no lanes either.
