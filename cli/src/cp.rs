@@ -7,6 +7,7 @@ use std::time::Instant;
 use clap::Args;
 use gantry::{parse_size, Addressing, Client, ClientConfig, CredentialsSource, MetricsSnapshot};
 
+use crate::interrupt::Interrupt;
 use crate::progress::Progress;
 use crate::CliResult;
 
@@ -178,6 +179,7 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
         return Err("--json prints to stdout, which is the destination here".into());
     }
     let client = args.client.client()?;
+    let interrupt = Interrupt::install(&client)?;
     let start = Instant::now();
     let before = client.metrics();
     let (bytes, direction) = match (src, dst) {
@@ -188,18 +190,18 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
             let path = if path.is_dir() { path.join(key.rsplit('/').next().unwrap_or(&key)) } else { path };
             let total = client.block_on(client.head_object(&bucket, &key)).ok().map(|i| i.size);
             let _progress = Progress::start(&client, total, false, args.quiet || args.json);
-            let info = client.block_on(client.download_to_file(&bucket, &key, &path))?;
+            let info = interrupt.run(&client, client.download_to_file(&bucket, &key, &path))??;
             (info.size, "download")
         }
         (Location::S3 { bucket, key }, Location::Std) => {
-            let info = client.block_on(client.download_to_writer(&bucket, &key, std::io::stdout()))?;
+            let info = interrupt.run(&client, client.download_to_writer(&bucket, &key, std::io::stdout()))??;
             (info.size, "download")
         }
         (Location::Local(path), Location::S3 { bucket, key }) => {
             let key = dest_key(&key, &path)?;
             let total = std::fs::metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?.len();
             let _progress = Progress::start(&client, Some(total), true, args.quiet || args.json);
-            let out = client.block_on(client.put_file(&bucket, &key, &path))?;
+            let out = interrupt.run(&client, client.put_file(&bucket, &key, &path))??;
             (out.size, "upload")
         }
         (Location::Std, Location::S3 { bucket, key }) => {
@@ -207,7 +209,7 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
                 return Err("uploading stdin needs a full key".into());
             }
             let _progress = Progress::start(&client, None, true, args.quiet || args.json);
-            let out = client.block_on(async {
+            let out = interrupt.run(&client, async {
                 let mut upload = client.upload(&bucket, &key);
                 let mut stdin = std::io::stdin().lock();
                 let mut buf = vec![0u8; 1 << 20];
@@ -224,7 +226,7 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
                     upload.write(&buf[..n]).await?;
                 }
                 Ok::<_, Box<dyn std::error::Error>>(upload.complete().await?)
-            })?;
+            })??;
             (out.size, "upload")
         }
         (Location::S3 { .. }, Location::S3 { .. }) => return Err("S3-to-S3 copies are not supported yet".into()),

@@ -3,6 +3,7 @@
 
 mod cp;
 mod demo;
+mod interrupt;
 mod progress;
 
 use std::process::ExitCode;
@@ -73,7 +74,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gantry: {e}");
-            ExitCode::FAILURE
+            match e.downcast_ref::<interrupt::Interrupted>() {
+                Some(i) => ExitCode::from(i.status),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }

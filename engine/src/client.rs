@@ -29,6 +29,8 @@ pub(crate) struct Shared {
     pub(crate) metrics: Arc<Metrics>,
     /// Recent part durations, for hedging.
     pub(crate) part_latency: crate::download::hedge::PartLatency,
+    /// Transfers and clean-ups still running (see [`Client::wait_for_background`]).
+    pub(crate) background: Arc<crate::task::Tracker>,
 }
 
 #[derive(Debug)]
@@ -80,7 +82,15 @@ impl Client {
         let metrics = Arc::new(Metrics::default());
         let s3 = S3::from_config(&config, metrics.clone())?;
         let scheduler = Scheduler::new(config.max_connections, config.memory_limit_bytes);
-        let shared = Arc::new(Shared { s3, scheduler, config, handle, metrics, part_latency: Default::default() });
+        let shared = Arc::new(Shared {
+            s3,
+            scheduler,
+            config,
+            handle,
+            metrics,
+            part_latency: Default::default(),
+            background: Default::default(),
+        });
         Ok(Client { inner: Arc::new(ClientInner { shared, runtime }) })
     }
 
@@ -93,7 +103,25 @@ impl Client {
         op: Operation,
         fut: impl Future<Output = Result<T>> + Send + 'static,
     ) -> TaskHandle<T> {
-        TaskHandle::spawn(&self.shared().handle, op, with_deadline(self.shared().config.timeouts.operation, op, fut))
+        let tracked = self.shared().background.enter();
+        let fut = with_deadline(self.shared().config.timeouts.operation, op, fut);
+        TaskHandle::spawn(&self.shared().handle, op, async move {
+            let _tracked = tracked;
+            fut.await
+        })
+    }
+
+    /// Waits, at most `limit`, until the work that cancelled transfers leave behind is done:
+    /// an aborted multipart upload's AbortMultipartUpload answered, a cancelled download's
+    /// temporary file removed. Returns whether everything finished in time.
+    ///
+    /// Why: dropping a transfer's future cancels it at once, but the clean-up runs on the
+    /// client's runtime; a program that exits right after (on Ctrl-C) would cut it short and
+    /// leave billed parts or a hidden partial file behind.
+    pub async fn wait_for_background(&self, limit: std::time::Duration) -> bool {
+        let background = self.shared().background.clone();
+        let waiter = self.shared().handle.spawn(async move { tokio::time::timeout(limit, background.idle()).await });
+        matches!(waiter.await, Ok(Ok(())))
     }
 
     /// The runtime the client's transfers run on. Bindings use it to run their own glue

@@ -44,3 +44,43 @@ impl<T> Drop for TaskHandle<T> {
         self.join.abort();
     }
 }
+
+/// Counts the work of a client still running on its runtime (transfers, and the aborts and
+/// clean-ups that cancelled transfers leave behind), so a program about to exit can wait
+/// until a cancelled upload has been aborted on the server and a partial file removed.
+#[derive(Debug, Default)]
+pub(crate) struct Tracker {
+    count: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+/// One unit of tracked work; dropping it (the work ended, or its task was aborted and its
+/// future dropped) takes it off the count.
+#[derive(Debug)]
+pub(crate) struct Tracked(std::sync::Arc<Tracker>);
+
+impl Tracker {
+    pub(crate) fn enter(self: &std::sync::Arc<Self>) -> Tracked {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Tracked(self.clone())
+    }
+
+    /// Resolves once no tracked work is left.
+    pub(crate) async fn idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            if self.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}

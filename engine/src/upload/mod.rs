@@ -162,7 +162,9 @@ impl Drop for Multipart {
         self.tasks.abort_all();
         let (shared, bucket, key, id) =
             (self.shared.clone(), self.bucket.clone(), self.key.clone(), self.upload_id.clone());
+        let tracked = self.shared.background.enter();
         self.shared.handle.spawn(async move {
+            let _tracked = tracked;
             if let Err(e) = shared.s3.abort_multipart(&bucket, &key, &id).await {
                 tracing::warn!(error = %e, %bucket, %key, "AbortMultipartUpload after cancel failed");
             }
