@@ -5,6 +5,7 @@ mod cp;
 mod demo;
 mod interrupt;
 mod progress;
+mod uploads;
 
 use std::process::ExitCode;
 
@@ -25,6 +26,8 @@ enum Command {
     Serve(ServeArgs),
     /// Start the embedded server, upload and download a generated object, verify it.
     Demo(demo::DemoArgs),
+    /// Unfinished multipart uploads: `uploads ls s3://bucket[/prefix]`, `uploads abort`.
+    Uploads(uploads::UploadsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         Command::Cp(args) => cp::run(args),
         Command::Serve(args) => serve(args),
         Command::Demo(args) => demo::run(args),
+        Command::Uploads(args) => uploads::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -366,7 +366,16 @@ impl Client {
         }
     }
 
-    /// In-progress multipart uploads (to check that nothing was left behind).
+    /// Aborts the multipart upload `upload_id` of `bucket/key`: its parts are deleted and no
+    /// longer billed. For what a killed process left behind (`gantry uploads abort`).
+    pub async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
+        let (shared, bucket, key, id) =
+            (self.shared().clone(), bucket.to_string(), key.to_string(), upload_id.to_string());
+        self.spawn(Operation::AbortMultipartUpload, async move { shared.s3.abort_multipart(&bucket, &key, &id).await })
+            .await
+    }
+
+    /// In-progress multipart uploads under `prefix`, every page (what was left behind).
     pub async fn list_multipart_uploads(
         &self,
         bucket: &str,

@@ -52,11 +52,14 @@ pub struct ListOptions {
 
 /// An in-progress multipart upload as ListMultipartUploads reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MultipartUploadSummary {
     /// The object key.
     pub key: String,
     /// The upload id.
     pub upload_id: String,
+    /// When the upload was created (`Initiated`), if the server said.
+    pub initiated: Option<std::time::SystemTime>,
 }
 
 /// Result of an upload.

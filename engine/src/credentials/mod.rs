@@ -136,6 +136,11 @@ impl PartialEq for CredentialsSource {
     }
 }
 
+/// Parses an RFC 3339 time as AWS writes them (shared with the S3 layer's listings).
+pub(crate) fn parse_time(text: &str) -> Option<SystemTime> {
+    time::parse_rfc3339(text)
+}
+
 /// A [`ErrorKind::Credentials`] error naming its source: "IMDS: no role attached".
 pub(crate) fn credentials_error(source: &str, message: impl fmt::Display) -> Error {
     Error::new(ErrorKind::Credentials, Operation::FetchCredentials, format!("{source}: {message}"))

@@ -97,6 +97,10 @@ pub(crate) struct CommonPrefix {
 pub(crate) struct ListMultipartUploadsResult {
     #[serde(default, rename = "Upload")]
     pub(crate) uploads: Vec<UploadEntry>,
+    #[serde(default)]
+    pub(crate) is_truncated: bool,
+    pub(crate) next_key_marker: Option<String>,
+    pub(crate) next_upload_id_marker: Option<String>,
 }
 
 /// One `<Upload>` entry.
@@ -105,6 +109,7 @@ pub(crate) struct ListMultipartUploadsResult {
 pub(crate) struct UploadEntry {
     pub(crate) key: String,
     pub(crate) upload_id: String,
+    pub(crate) initiated: Option<String>,
 }
 
 /// Parses an S3 XML document, mapping failure to a retryable protocol error.
