@@ -189,3 +189,37 @@ fn serve_and_cp_over_tls_with_a_private_ca() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("NOT verified"));
 }
+
+/// `region` and `endpoint_url` of the profile are used, as awscli uses them: a bucket in
+/// eu-west-1 behind an endpoint named only in `~/.aws/config` is reached with no
+/// wrong-region answer at all (the server answers S3's 400 AuthorizationHeaderMalformed to a
+/// request signed for another region).
+#[test]
+fn profile_region_and_endpoint_are_used() {
+    let server = gantry_faults::FaultServer::start();
+    server.insert_object("bkt", "k", bytes::Bytes::from(data(1 << 20)));
+    server.set_bucket_region("bkt", "eu-west-1");
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".aws")).unwrap();
+    std::fs::write(
+        home.path().join(".aws/config"),
+        format!("[profile minio]\nregion = eu-west-1\nendpoint_url = {}\n", server.endpoint()),
+    )
+    .unwrap();
+    std::fs::write(home.path().join(".aws/credentials"), "[minio]\naws_access_key_id = A\naws_secret_access_key = S\n")
+        .unwrap();
+    let out = Command::new(BIN)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("AWS_PROFILE", "minio")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .args(["cp", "--json", "s3://bkt/k"])
+        .arg(home.path().join("k"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["errors"], 0, "a request was signed for the wrong region: {json}");
+    assert_eq!(std::fs::read(home.path().join("k")).unwrap(), data(1 << 20));
+}

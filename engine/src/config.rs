@@ -27,8 +27,8 @@ pub const MAX_PARTS: u64 = 10_000;
 /// How a request names its bucket: in the host name or in the path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Addressing {
-    /// Virtual-hosted for AWS endpoints, path-style for IP addresses and `localhost`, because
-    /// S3-compatible stores on a bare address cannot resolve `bucket.127.0.0.1`.
+    /// Virtual-hosted for AWS endpoints; path-style for every other endpoint (IP addresses,
+    /// `localhost`, `http://minio:9000`), because `bucket.minio` does not resolve there.
     #[default]
     Auto,
     /// `https://host/bucket/key`.
@@ -216,7 +216,15 @@ impl Endpoint {
 
     /// Whether the host is an IP literal or `localhost` (no virtual-hosted addressing there).
     pub fn is_ip_or_localhost(&self) -> bool {
-        self.host.parse::<std::net::IpAddr>().is_ok() || self.host == "localhost"
+        self.host.parse::<std::net::IpAddr>().is_ok() || self.host.eq_ignore_ascii_case("localhost")
+    }
+
+    /// Whether this is one of AWS's own S3 host names, where virtual-hosted addressing is the
+    /// norm. Any other host (`minio:9000`, a Kubernetes service, an on-prem appliance) may not
+    /// resolve `bucket.host`, so it gets path-style requests, as boto3 and awscli send there.
+    pub fn is_aws(&self) -> bool {
+        let h = self.host.to_ascii_lowercase();
+        h.ends_with(".amazonaws.com") || h.ends_with(".amazonaws.com.cn")
     }
 }
 
@@ -352,7 +360,7 @@ impl ClientConfigBuilder {
         self
     }
     /// Endpoint URL such as `http://127.0.0.1:9000`. Default: `AWS_ENDPOINT_URL_S3`, then
-    /// `AWS_ENDPOINT_URL`, else the AWS regional endpoint.
+    /// `AWS_ENDPOINT_URL`, then the profile's `endpoint_url`, else the AWS regional endpoint.
     pub fn endpoint_url(mut self, url: impl Into<String>) -> Self {
         self.endpoint_url = Some(url.into());
         self
@@ -530,14 +538,20 @@ impl ClientConfigBuilder {
                 None
             }
         };
-        let endpoint_url =
-            self.endpoint_url.clone().or_else(|| env("AWS_ENDPOINT_URL_S3")).or_else(|| env("AWS_ENDPOINT_URL"));
-        // The SDKs' region chain: explicit, AWS_REGION, AWS_DEFAULT_REGION, the profile's
-        // region, then (for AWS endpoints only) the instance's placement region from IMDS.
         let profile = match &self.credentials {
             CredentialsSource::Default { profile } => profile.as_deref(),
             _ => None,
         };
+        // As the SDKs: explicit, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's
+        // endpoint_url.
+        let endpoint_url = self
+            .endpoint_url
+            .clone()
+            .or_else(|| env("AWS_ENDPOINT_URL_S3"))
+            .or_else(|| env("AWS_ENDPOINT_URL"))
+            .or_else(|| self.read_env.then(|| crate::credentials::profile_value(profile, "endpoint_url")).flatten());
+        // The SDKs' region chain: explicit, AWS_REGION, AWS_DEFAULT_REGION, the profile's
+        // region, then (for AWS endpoints only) the instance's placement region from IMDS.
         let region = self
             .region
             .clone()

@@ -175,7 +175,8 @@ impl S3 {
             // Dotted bucket names do not match the TLS wildcard certificate; non-DNS names
             // cannot be host names at all.
             Addressing::Auto => {
-                self.endpoint.is_ip_or_localhost()
+                !self.endpoint.is_aws()
+                    || self.endpoint.is_ip_or_localhost()
                     || bucket.contains('.')
                     || !bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
             }
@@ -453,6 +454,20 @@ mod tests {
             .build()
             .unwrap();
         S3::from_config(&config, Arc::new(Metrics::default())).unwrap()
+    }
+
+    #[test]
+    fn path_style_for_every_endpoint_but_aws() {
+        for endpoint in ["http://minio:9000", "http://LOCALHOST:9000", "https://ceph.corp.example", "http://[::1]:9"] {
+            let s = s3(endpoint, Addressing::Auto);
+            let (auth, r) = s.build(&S3Request::new(Operation::GetObject, Method::GET, "bkt", Some("k"))).unwrap();
+            assert!(!auth.host.starts_with("bkt."), "{endpoint}: {auth:?}");
+            assert!(r.uri().path().starts_with("/bkt/"), "{endpoint}: {}", r.uri());
+        }
+        // Asked for, virtual-hosted it is.
+        let s = s3("http://minio:9000", Addressing::VirtualHosted);
+        let (auth, _) = s.build(&S3Request::new(Operation::GetObject, Method::GET, "bkt", Some("k"))).unwrap();
+        assert_eq!(auth.host, "bkt.minio");
     }
 
     #[test]
