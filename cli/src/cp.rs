@@ -184,10 +184,16 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
     let before = client.metrics();
     let (bytes, direction) = match (src, dst) {
         (Location::S3 { bucket, key }, Location::Local(path)) => {
-            if key.is_empty() || key.ends_with('/') {
-                return Err("the source must name an object, not a prefix".into());
+            if key.is_empty() {
+                return Err("the source must name an object, not a bucket".into());
             }
-            let path = if path.is_dir() { path.join(key.rsplit('/').next().unwrap_or(&key)) } else { path };
+            // A key ending in / (a "folder marker", or any object named so) has no last
+            // segment to name a file after: it can go to an explicit file path only.
+            let into_dir = path.is_dir() || path.as_os_str().to_string_lossy().ends_with('/');
+            if key.ends_with('/') && into_dir {
+                return Err(format!("s3://{bucket}/{key} ends in /: give a file name as the destination").into());
+            }
+            let path = if into_dir { path.join(key.rsplit('/').next().unwrap_or(&key)) } else { path };
             let total = client.block_on(client.head_object(&bucket, &key)).ok().map(|i| i.size);
             let _progress = Progress::start(&client, total, false, args.quiet || args.json);
             let info = interrupt.run(&client, client.download_to_file(&bucket, &key, &path))??;

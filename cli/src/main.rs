@@ -78,11 +78,23 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gantry: {e}");
-            match e.downcast_ref::<interrupt::Interrupted>() {
-                Some(i) => ExitCode::from(i.status),
-                None => ExitCode::FAILURE,
-            }
+            exit_status(e.as_ref())
         }
+    }
+}
+
+/// Exit statuses a script can branch on (documented in the README): 0 success, 1 any other
+/// failure, 2 usage (clap's own), 3 the bucket or key does not exist, 4 access denied
+/// (credentials or permissions), 130 / 143 interrupted by SIGINT / SIGTERM.
+fn exit_status(e: &(dyn std::error::Error + 'static)) -> ExitCode {
+    if let Some(i) = e.downcast_ref::<interrupt::Interrupted>() {
+        return ExitCode::from(i.status);
+    }
+    match e.downcast_ref::<gantry::Error>().map(gantry::Error::kind) {
+        Some(gantry::ErrorKind::NotFound) => ExitCode::from(3),
+        Some(gantry::ErrorKind::AccessDenied | gantry::ErrorKind::Credentials) => ExitCode::from(4),
+        Some(gantry::ErrorKind::InvalidInput) => ExitCode::from(2),
+        _ => ExitCode::FAILURE,
     }
 }
 

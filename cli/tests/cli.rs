@@ -223,3 +223,51 @@ fn profile_region_and_endpoint_are_used() {
     assert_eq!(json["errors"], 0, "a request was signed for the wrong region: {json}");
     assert_eq!(std::fs::read(home.path().join("k")).unwrap(), data(1 << 20));
 }
+
+/// Exit statuses a script can branch on: 3 not found, 4 access denied, 2 usage.
+#[test]
+fn exit_statuses() {
+    let server = serve();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("f");
+    std::fs::write(&src, b"bytes").unwrap();
+    let out = gantry(&server).args(["cp", src.to_str().unwrap(), "s3://bkt/f"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dst = dir.path().join("got");
+    let out = gantry(&server).args(["cp", "s3://bkt/missing", dst.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = gantry(&server)
+        .env("AWS_SECRET_ACCESS_KEY", "wrong")
+        .args(["cp", "s3://bkt/f", dst.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = gantry(&server).args(["cp", "--part-size", "1MiB", "s3://bkt/f", "-"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A key ending in / (a folder marker with bytes) downloads to an explicit file path, and is
+/// refused, with a reason, when the destination is a directory.
+#[test]
+fn key_ending_in_slash_to_an_explicit_path() {
+    let server = gantry_faults::FaultServer::start();
+    server.insert_object("bkt", "folder/", bytes::Bytes::from_static(b"marker"));
+    let dir = tempfile::tempdir().unwrap();
+    let cp = |dst: &std::path::Path| {
+        Command::new(BIN)
+            .env("AWS_ACCESS_KEY_ID", "a")
+            .env("AWS_SECRET_ACCESS_KEY", "b")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .args(["cp", "--quiet", "--endpoint-url", &server.endpoint(), "s3://bkt/folder/"])
+            .arg(dst)
+            .output()
+            .unwrap()
+    };
+    let dst = dir.path().join("marker.bin");
+    let out = cp(&dst);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(&dst).unwrap(), b"marker");
+    let out = cp(dir.path());
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("give a file name"));
+}
