@@ -194,6 +194,12 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
                 return Err(format!("s3://{bucket}/{key} ends in /: give a file name as the destination").into());
             }
             let path = if into_dir { path.join(key.rsplit('/').next().unwrap_or(&key)) } else { path };
+            // Before any request: a missing directory would otherwise fail only after the
+            // bytes were fetched, naming an internal temporary file.
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if !parent.is_dir() {
+                return Err(format!("cannot write {}: {} is not a directory", path.display(), parent.display()).into());
+            }
             let total = client.block_on(client.head_object(&bucket, &key)).ok().map(|i| i.size);
             let _progress = Progress::start(&client, total, false, args.quiet || args.json);
             let info = interrupt.run(&client, client.download_to_file(&bucket, &key, &path))??;

@@ -35,9 +35,9 @@ struct ServeArgs {
     /// Root directory of the stored data.
     #[arg(long)]
     dir: std::path::PathBuf,
-    /// Listen address.
+    /// Listen address: IP:PORT or HOST:PORT (localhost:9000).
     #[arg(long, default_value = "127.0.0.1:8014")]
-    addr: std::net::SocketAddr,
+    addr: String,
     /// Access key clients must sign with.
     #[arg(long, default_value = gantry_server::DEFAULT_ACCESS_KEY)]
     access_key: String,
@@ -63,9 +63,12 @@ struct ServeArgs {
 }
 
 fn main() -> ExitCode {
+    // Colour codes only on a terminal: a log file or a CI capture gets plain text.
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("GANTRY_LOG"))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
@@ -102,11 +105,22 @@ fn exit_status(e: &(dyn std::error::Error + 'static)) -> ExitCode {
 type CliResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
 
 fn serve(args: ServeArgs) -> CliResult {
-    for b in &args.buckets {
-        std::fs::create_dir_all(args.dir.join(b))?;
+    use std::net::ToSocketAddrs;
+    let addr = args
+        .addr
+        .to_socket_addrs()
+        .map_err(|e| format!("--addr {}: {e}", args.addr))?
+        .next()
+        .ok_or_else(|| format!("--addr {} resolves to no address", args.addr))?;
+    if args.dir.exists() && !args.dir.is_dir() {
+        return Err(format!("--dir {} is a file, not a directory", args.dir.display()).into());
     }
-    let mut config = gantry_server::ServerConfig::new(args.dir.clone(), args.addr)
-        .with_credentials(&args.access_key, &args.secret_key);
+    for b in &args.buckets {
+        std::fs::create_dir_all(args.dir.join(b))
+            .map_err(|e| format!("cannot create bucket directory {}: {e}", args.dir.join(b).display()))?;
+    }
+    let mut config =
+        gantry_server::ServerConfig::new(args.dir.clone(), addr).with_credentials(&args.access_key, &args.secret_key);
     if args.no_auth {
         config = config.without_auth();
     }
@@ -140,6 +154,7 @@ fn serve(args: ServeArgs) -> CliResult {
             res = &mut server => res?,
         }
         Ok::<_, std::io::Error>(())
-    })?;
+    })
+    .map_err(|e| format!("cannot serve on {addr}: {e}"))?;
     Ok(())
 }

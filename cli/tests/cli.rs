@@ -71,7 +71,7 @@ fn cp_file_and_std_streams_round_trip() {
     // Download into a directory: the key's last segment names the file.
     let out = gantry(&server).args(["cp", "s3://bkt/dir/src.bin"]).arg(dir.path().join("missing/x")).output().unwrap();
     assert!(!out.status.success(), "a missing parent directory is an error");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot create"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing is not a directory"));
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     let out =
         gantry(&server).args(["cp", "--json", "s3://bkt/dir/src.bin"]).arg(dir.path().join("sub")).output().unwrap();
@@ -270,4 +270,45 @@ fn key_ending_in_slash_to_an_explicit_path() {
     let out = cp(dir.path());
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("give a file name"));
+}
+
+/// Honest messages: `serve` names the address in use and refuses a file as `--dir`, accepts a
+/// host name in `--addr`; `cp` refuses a destination in a missing directory before any byte,
+/// naming the path the user typed.
+#[test]
+fn serve_and_cp_name_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = Command::new(BIN).args(["serve", "--dir"]).arg(dir.path()).args(["--addr", &addr]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains(&addr), "{err}");
+    assert!(!err.contains('\u{1b}'), "colour codes in a non-terminal log: {err:?}");
+    let file = dir.path().join("plain");
+    std::fs::write(&file, b"x").unwrap();
+    let out = Command::new(BIN).args(["serve", "--dir"]).arg(&file).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is a file, not a directory"));
+    // A host name is accepted.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(BIN)
+        .args(["serve", "--dir"])
+        .arg(dir.path().join("s3"))
+        .args(["--addr", &format!("localhost:{port}"), "--bucket", "bkt"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Server { child, url: format!("http://127.0.0.1:{port}"), _dir: tempfile::tempdir().unwrap() };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "serve --addr localhost:PORT did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let src = dir.path().join("src");
+    std::fs::write(&src, b"bytes").unwrap();
+    assert!(gantry(&server).args(["cp", src.to_str().unwrap(), "s3://bkt/k"]).output().unwrap().status.success());
+    let dst = dir.path().join("nodir/sub/out.bin");
+    let out = gantry(&server).args(["cp", "s3://bkt/k", dst.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("nodir/sub/out.bin") && err.contains("not a directory"), "{err}");
+    assert!(!err.contains(".gantry-"), "an internal temporary name leaked: {err}");
 }
