@@ -542,6 +542,10 @@ impl ClientConfigBuilder {
             CredentialsSource::Default { profile } => profile.as_deref(),
             _ => None,
         };
+        // The profile's settings, read once (they are the fallback of several settings).
+        let from_profile =
+            if self.read_env { crate::credentials::profile_settings(profile) } else { Default::default() };
+        let profile_value = |key: &str| from_profile.get(key).cloned();
         // As the SDKs: explicit, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's
         // endpoint_url.
         let endpoint_url = self
@@ -549,7 +553,7 @@ impl ClientConfigBuilder {
             .clone()
             .or_else(|| env("AWS_ENDPOINT_URL_S3"))
             .or_else(|| env("AWS_ENDPOINT_URL"))
-            .or_else(|| self.read_env.then(|| crate::credentials::profile_value(profile, "endpoint_url")).flatten());
+            .or_else(|| profile_value("endpoint_url"));
         // The SDKs' region chain: explicit, AWS_REGION, AWS_DEFAULT_REGION, the profile's
         // region, then (for AWS endpoints only) the instance's placement region from IMDS.
         let region = self
@@ -557,7 +561,7 @@ impl ClientConfigBuilder {
             .clone()
             .or_else(|| env("AWS_REGION"))
             .or_else(|| env("AWS_DEFAULT_REGION"))
-            .or_else(|| self.read_env.then(|| crate::credentials::profile_value(profile, "region")).flatten())
+            .or_else(|| profile_value("region"))
             .or_else(|| (self.read_env && endpoint_url.is_none()).then(crate::credentials::imds_region).flatten())
             .unwrap_or_else(|| "us-east-1".to_string());
         let endpoint = endpoint_url.as_deref().map(Endpoint::parse).transpose()?;
@@ -634,9 +638,7 @@ impl ClientConfigBuilder {
         }
         let mut tls = self.tls.clone();
         if tls.ca_bundle.is_none() {
-            tls.ca_bundle = env("AWS_CA_BUNDLE")
-                .or_else(|| self.read_env.then(|| crate::credentials::profile_value(profile, "ca_bundle")).flatten())
-                .map(Into::into);
+            tls.ca_bundle = env("AWS_CA_BUNDLE").or_else(|| profile_value("ca_bundle")).map(Into::into);
         }
         let proxy = ProxyRules::new(self.proxy.as_deref(), self.no_proxy.as_deref(), |k| {
             if self.read_env {

@@ -169,12 +169,17 @@ pub(crate) fn cache_for(
     }))
 }
 
-/// Setting `key` (`region`, `ca_bundle`, ...) of the profile the default chain would use
-/// (`profile`, else `AWS_PROFILE`, else `default`), from the process environment's files.
-pub(crate) fn profile_value(profile: Option<&str>, key: &str) -> Option<String> {
+/// The settings (`region`, `endpoint_url`, `ca_bundle`, ...) of the profile the default chain
+/// would use (`profile`, else `AWS_PROFILE`, else `default`), read once from the process
+/// environment's files; empty when there is no such profile or the files cannot be read.
+pub(crate) fn profile_settings(profile: Option<&str>) -> std::collections::HashMap<String, String> {
     let env = Env::process();
     let name = profile.map(str::to_string).or_else(|| env.get("AWS_PROFILE")).unwrap_or_else(|| "default".into());
-    profile::Profiles::load(&env).ok()?.get(&name)?.get(key).filter(|v| !v.is_empty()).cloned()
+    profile::Profiles::load(&env)
+        .ok()
+        .and_then(|p| p.get(&name).cloned())
+        .map(|s| s.into_iter().filter(|(_, v)| !v.is_empty()).collect())
+        .unwrap_or_default()
 }
 
 /// The instance's region from IMDS (`placement/region`), for a client given no region at
