@@ -8,9 +8,10 @@
 #
 # Prints a Markdown table: seconds (median), GETs sent and faults fired (from the server's
 # counters), the client's peak RSS, and the slowdown of the faulty run against the clean one per client.
-# Needs: cargo build --release -p gantry-cli -p gantry-faults; pip install awscrt.
+# Needs: cargo build --release -p gantry-cli -p gantry-faults (awscrt goes into target/venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+py=$(scripts/python-env.sh benches/requirements.txt)
 size_mib="${1:-1024}"; rounds="${2:-3}"
 work="$(mktemp -d)"; trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret
@@ -21,7 +22,7 @@ results="$work/results.jsonl"
 
 run_one() { # who mode round
     local who=$1 mode=$2 round=$3 port faults=()
-    port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+    port=$("$py" -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
     [[ $mode == faulty ]] && faults=(--fault "503,op=GetObject,every=50" --fault "reset-mid,op=GetObject,every=40")
     target/release/gantry-fault-server --port "$port" "${faults[@]}" > "$work/server.out" &
     local pid=$!
@@ -34,14 +35,14 @@ run_one() { # who mode round
     if [[ $who == gantry ]]; then
         /usr/bin/time -f '%U %S %M' -o "$work/t" target/release/gantry cp --json --endpoint-url "$ep" \
             --part-size 8MiB --max-connections $conns s3://bench/obj "$work/down.bin" > "$work/j"
-        line=$(python3 -c 'import json,sys;j=json.load(open(sys.argv[1]));u,s,m=open(sys.argv[2]).read().split()[-3:];j["cpu_s"]=float(u)+float(s);j["max_rss_kib"]=int(m);print(json.dumps(j))' "$work/j" "$work/t")
+        line=$("$py" -c 'import json,sys;j=json.load(open(sys.argv[1]));u,s,m=open(sys.argv[2]).read().split()[-3:];j["cpu_s"]=float(u)+float(s);j["max_rss_kib"]=int(m);print(json.dumps(j))' "$work/j" "$work/t")
     else
-        line=$(python3 benches/crt_cp.py get "$ep" bench obj "$work/down.bin" --part-size $part --max-connections $conns)
+        line=$("$py" benches/crt_cp.py get "$ep" bench obj "$work/down.bin" --part-size $part --max-connections $conns)
     fi
     kill -TERM $pid; wait $pid || true
     [[ "$(sha256sum < "$work/down.bin")" == "$want" ]] || { echo "$who $mode: downloaded bytes differ" >&2; exit 1; }
     local summary; summary=$(tail -n 1 "$work/server.out")
-    [[ $round -gt 0 ]] && python3 -c 'import json,sys;j=json.loads(sys.argv[1]);s=json.loads(sys.argv[2]);j.update(who=sys.argv[3],mode=sys.argv[4],gets=s["by_op"].get("GetObject",0),faults=s["faults_fired"]);print(json.dumps(j))' "$line" "$summary" "$who" "$mode" >> "$results"
+    [[ $round -gt 0 ]] && "$py" -c 'import json,sys;j=json.loads(sys.argv[1]);s=json.loads(sys.argv[2]);j.update(who=sys.argv[3],mode=sys.argv[4],gets=s["by_op"].get("GetObject",0),faults=s["faults_fired"]);print(json.dumps(j))' "$line" "$summary" "$who" "$mode" >> "$results"
     return 0
 }
 
@@ -50,7 +51,7 @@ for r in $(seq 0 "$rounds"); do   # round 0 warms up and is not counted
         for mode in clean faulty; do run_one $who $mode "$r"; done
     done
 done
-python3 - "$results" "$size_mib" <<'PY'
+"$py" - "$results" "$size_mib" <<'PY'
 import json,sys,statistics as st
 rows=[json.loads(l) for l in open(sys.argv[1])]
 print(f"object: {sys.argv[2]} MiB, part 8 MiB, 16 connections, rounds: {len(rows)//4}\n")

@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 for tool in ip:iproute2 curl:curl; do
     command -v "${tool%%:*}" >/dev/null || { apt-get update -qq && apt-get install -y -qq "${tool#*:}"; }
 done
-python3 -m pip install --quiet --disable-pip-version-check -r benches/requirements.txt
+py=$(scripts/python-env.sh benches/requirements.txt)
 cargo build --release --quiet -p gantry-cli
 rate="${1:-800}"; size_mib="${2:-1024}"; rounds="${3:-3}"; conns="${4:-16}"
 id="b$$"; C="gmc$id"; S="gms$id"
@@ -49,7 +49,7 @@ run_client() { # client -> one JSON line on stdout (bytes, seconds, cpu_user_s, 
         ip netns exec "$C" /usr/bin/time -f '%U %S' -o "$work/t" target/release/gantry cp --json \
             --endpoint-url $endpoint --max-connections "$conns" "${nics[@]}" "${extra[@]}" s3://bkt/obj /dev/null ;;
     awscrt)
-        ip netns exec "$C" /usr/bin/time -f '%U %S' -o "$work/t" python3 benches/crt_cp.py get $endpoint bkt obj \
+        ip netns exec "$C" /usr/bin/time -f '%U %S' -o "$work/t" "$py" benches/crt_cp.py get $endpoint bkt obj \
             /dev/null --max-connections "$conns" "${nics[@]}" ;;
     curl)
         t0=$(date +%s.%N)
@@ -63,7 +63,7 @@ run_client() { # client -> one JSON line on stdout (bytes, seconds, cpu_user_s, 
             done
             for p in $pids; do wait $p; done' _ "$conns" $((size_mib << 20)) "$endpoint"
         t1=$(date +%s.%N)
-        echo "{\"bytes\": $((size_mib << 20)), \"seconds\": $(python3 -c "print($t1 - $t0)")}" ;;
+        echo "{\"bytes\": $((size_mib << 20)), \"seconds\": $("$py" -c "print($t1 - $t0)")}" ;;
     esac
 }
 
@@ -81,7 +81,7 @@ for mtu in 9000 1500; do
             j=$(run_client "$c")
             read -r b1 i1 < <(host_busy); p1=$(rx_skbs)
             [[ $r -gt 0 ]] || continue
-            python3 - "$j" "$work/t" "$c" "$mtu" $((b1 - b0)) $((i1 - i0)) $((p1 - p0)) >> "$results" <<'PY'
+            "$py" - "$j" "$work/t" "$c" "$mtu" $((b1 - b0)) $((i1 - i0)) $((p1 - p0)) >> "$results" <<'PY'
 import json, os, sys
 j = json.loads(sys.argv[1])
 u, s = map(float, open(sys.argv[2]).read().split()[-2:])
@@ -96,7 +96,7 @@ PY
     kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
     bash tests/scripts/multinic.sh down "$id"
 done
-python3 - "$results" "$rate" "$size_mib" "$conns" "${clients[@]}" <<'PY'
+"$py" - "$results" "$rate" "$size_mib" "$conns" "${clients[@]}" <<'PY'
 import json, sys, statistics as st
 rows = [json.loads(l) for l in open(sys.argv[1])]
 rate, size, conns, clients = int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]

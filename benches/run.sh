@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one benchmark command: builds gantry's runner and the S3 server, installs the peers
-# (awscrt, obstore; pinned in benches/requirements.txt), and prints the Markdown tables.
+# (awscrt, obstore; pinned in benches/requirements.txt) into the venv under target/venv, and
+# prints the Markdown tables.
 #
 #   benches/run.sh                                   # every scenario, 3 rounds after a warm-up
 #   benches/run.sh --scenarios bulk-get --rounds 5   # one scenario
@@ -9,6 +10,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet -p gantry-bench -p gantry-faults
-python3 -m pip install --quiet --disable-pip-version-check -r benches/requirements.txt
+py=$(scripts/python-env.sh benches/requirements.txt)
 command -v curl >/dev/null || { echo "benches/run.sh: curl is needed for the floor reference" >&2; exit 1; }
-exec python3 benches/harness.py "$@"
+exec "$py" benches/harness.py "$@"
