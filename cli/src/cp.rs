@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use gantry::{parse_size, Addressing, Client, ClientConfig, CredentialsSource, MetricsSnapshot};
+use gantry::{parse_size, Addressing, Client, ClientConfig, CredentialsSource, MetricsSnapshot, PutOptions};
 
 use crate::interrupt::Interrupt;
-use crate::progress::Progress;
+use crate::progress::{Direction, Progress};
 use crate::CliResult;
 
 /// Engine settings shared by the commands that make a client.
@@ -147,9 +147,27 @@ pub(crate) struct CpArgs {
     /// Print one JSON object with the transfer's figures on stdout.
     #[arg(long)]
     json: bool,
-    /// No progress bar.
+    /// No progress bar and no summary line.
     #[arg(long, short)]
     quiet: bool,
+    /// Content-Type of an upload (default: guessed from the file name's extension, or from
+    /// the key's for stdin; none when unknown).
+    #[arg(long, value_name = "TYPE")]
+    content_type: Option<String>,
+    /// Do not guess an upload's Content-Type from its extension.
+    #[arg(long, conflicts_with = "content_type")]
+    no_guess_mime_type: bool,
+}
+
+impl CpArgs {
+    /// Per-object settings of an upload whose name (file or key) is `name`.
+    fn put_options(&self, name: &str) -> PutOptions {
+        let guessed = || (!self.no_guess_mime_type).then(|| mime_guess::from_path(name).first_raw()).flatten();
+        match self.content_type.as_deref().or_else(guessed) {
+            Some(ct) => PutOptions::new().content_type(ct),
+            None => PutOptions::new(),
+        }
+    }
 }
 
 enum Location {
@@ -182,6 +200,7 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
     let interrupt = Interrupt::install(&client)?;
     let start = Instant::now();
     let before = client.metrics();
+    let show = !(args.quiet || args.json);
     let (bytes, direction) = match (src, dst) {
         (Location::S3 { bucket, key }, Location::Local(path)) => {
             if key.is_empty() {
@@ -201,8 +220,9 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
                 return Err(format!("cannot write {}: {} is not a directory", path.display(), parent.display()).into());
             }
             let total = client.block_on(client.head_object(&bucket, &key)).ok().map(|i| i.size);
-            let _progress = Progress::start(&client, total, false, args.quiet || args.json);
+            let progress = Progress::start(&client, total, Direction::Download, show);
             let info = interrupt.run(&client, client.download_to_file(&bucket, &key, &path))??;
+            progress.finish(info.size);
             (info.size, "download")
         }
         (Location::S3 { bucket, key }, Location::Std) => {
@@ -212,17 +232,20 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
         (Location::Local(path), Location::S3 { bucket, key }) => {
             let key = dest_key(&key, &path)?;
             let total = std::fs::metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?.len();
-            let _progress = Progress::start(&client, Some(total), true, args.quiet || args.json);
-            let out = interrupt.run(&client, client.put_file(&bucket, &key, &path))??;
+            let options = args.put_options(&path.to_string_lossy());
+            let progress = Progress::start(&client, Some(total), Direction::Upload, show);
+            let out = interrupt.run(&client, client.put_file_with(&bucket, &key, &path, &options))??;
+            progress.finish(out.size);
             (out.size, "upload")
         }
         (Location::Std, Location::S3 { bucket, key }) => {
             if key.is_empty() || key.ends_with('/') {
                 return Err("uploading stdin needs a full key".into());
             }
-            let _progress = Progress::start(&client, None, true, args.quiet || args.json);
+            let options = args.put_options(&key);
+            let progress = Progress::start(&client, None, Direction::Upload, show);
             let out = interrupt.run(&client, async {
-                let mut upload = client.upload(&bucket, &key);
+                let mut upload = client.upload_with(&bucket, &key, &options);
                 let mut stdin = std::io::stdin().lock();
                 let mut buf = vec![0u8; 1 << 20];
                 loop {
@@ -239,6 +262,7 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
                 }
                 Ok::<_, Box<dyn std::error::Error>>(upload.complete().await?)
             })??;
+            progress.finish(out.size);
             (out.size, "upload")
         }
         (Location::S3 { .. }, Location::S3 { .. }) => return Err("S3-to-S3 copies are not supported yet".into()),

@@ -312,3 +312,43 @@ fn serve_and_cp_name_what_is_wrong() {
     assert!(!out.status.success() && err.contains("nodir/sub/out.bin") && err.contains("not a directory"), "{err}");
     assert!(!err.contains(".gantry-"), "an internal temporary name leaked: {err}");
 }
+
+/// Content-Type: guessed from the file's extension (or the key's, for stdin), replaced by
+/// `--content-type`, left out with `--no-guess-mime-type`; what a browser or CDN serving the
+/// object reads back.
+#[test]
+fn uploads_carry_a_content_type() {
+    let server = serve();
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("index.html");
+    std::fs::write(&page, b"<p>hi</p>").unwrap();
+    let big = dir.path().join("shard.json");
+    std::fs::write(&big, data(9 << 20)).unwrap();
+    let ok = |c: &mut Command| {
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    ok(gantry(&server).args(["cp", page.to_str().unwrap(), "s3://bkt/page"]));
+    ok(gantry(&server).args(["cp", "--part-size", "5MiB", big.to_str().unwrap(), "s3://bkt/"]));
+    ok(gantry(&server).args(["cp", "--content-type", "text/x-custom", page.to_str().unwrap(), "s3://bkt/custom"]));
+    ok(gantry(&server).args(["cp", "--no-guess-mime-type", page.to_str().unwrap(), "s3://bkt/plain"]));
+    let mut stdin = gantry(&server).args(["cp", "-", "s3://bkt/from-stdin.css"]).stdin(Stdio::piped()).spawn().unwrap();
+    stdin.stdin.take().unwrap().write_all(b"p {}").unwrap();
+    assert!(stdin.wait().unwrap().success());
+
+    let client = gantry::Client::new(
+        gantry::ClientConfig::builder()
+            .endpoint_url(&server.url)
+            .credentials(gantry::CredentialsSource::Static(gantry::Credentials::new("gantry", "gantry-secret-key")))
+            .auto_config(false)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    let content_type = |key: &str| client.block_on(client.head_object("bkt", key)).unwrap().content_type;
+    assert_eq!(content_type("page").as_deref(), Some("text/html"));
+    assert_eq!(content_type("shard.json").as_deref(), Some("application/json"), "multipart uploads too");
+    assert_eq!(content_type("custom").as_deref(), Some("text/x-custom"));
+    assert_eq!(content_type("from-stdin.css").as_deref(), Some("text/css"));
+    assert_ne!(content_type("plain").as_deref(), Some("text/html"));
+}

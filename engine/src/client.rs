@@ -17,7 +17,7 @@ use crate::s3::S3;
 use crate::scheduler::Scheduler;
 use crate::task::TaskHandle;
 use crate::types::{ListOptions, ListPage, MultipartUploadSummary, ObjectInfo, ObjectSummary, PutOutput};
-use crate::upload::{self, writer::Upload};
+use crate::upload::{self, options::PutOptions, writer::Upload};
 
 /// State shared by a client and all its tasks.
 #[derive(Debug)]
@@ -315,23 +315,50 @@ impl Client {
 
     /// Uploads `body` (zero-copy: parts are slices of it).
     pub async fn put(&self, bucket: &str, key: &str, body: impl Into<Bytes>) -> Result<PutOutput> {
-        self.spawn(
-            Operation::PutObject,
-            upload::put_bytes(self.shared().clone(), bucket.into(), key.into(), body.into()),
-        )
-        .await
+        self.put_with(bucket, key, body, &PutOptions::new()).await
+    }
+
+    /// [`Client::put`] with per-object settings such as the content type.
+    pub async fn put_with(
+        &self,
+        bucket: &str,
+        key: &str,
+        body: impl Into<Bytes>,
+        options: &PutOptions,
+    ) -> Result<PutOutput> {
+        let options = Arc::new(options.clone());
+        let (shared, bucket, key, body) = (self.shared().clone(), bucket.into(), key.into(), body.into());
+        self.spawn(Operation::PutObject, upload::put_bytes(shared, bucket, key, options, body)).await
     }
 
     /// Uploads the file at `path`, reading parts in parallel with positional reads.
     pub async fn put_file(&self, bucket: &str, key: &str, path: impl AsRef<Path>) -> Result<PutOutput> {
+        self.put_file_with(bucket, key, path, &PutOptions::new()).await
+    }
+
+    /// [`Client::put_file`] with per-object settings such as the content type (the engine
+    /// does not guess one from the file name: `gantry cp` does, callers may).
+    pub async fn put_file_with(
+        &self,
+        bucket: &str,
+        key: &str,
+        path: impl AsRef<Path>,
+        options: &PutOptions,
+    ) -> Result<PutOutput> {
         let (shared, bucket, key): (_, Arc<str>, Arc<str>) = (self.shared().clone(), bucket.into(), key.into());
-        let path = path.as_ref().to_path_buf();
-        self.spawn(Operation::PutObject, async move { upload::put_file(shared, bucket, key, &path).await }).await
+        let (path, options) = (path.as_ref().to_path_buf(), Arc::new(options.clone()));
+        self.spawn(Operation::PutObject, async move { upload::put_file(shared, bucket, key, options, &path).await })
+            .await
     }
 
     /// Starts a writer-style upload of unknown length (see [`Upload`]).
     pub fn upload(&self, bucket: &str, key: &str) -> Upload {
-        Upload::new(self.shared().clone(), bucket.into(), key.into())
+        self.upload_with(bucket, key, &PutOptions::new())
+    }
+
+    /// [`Client::upload`] with per-object settings such as the content type.
+    pub fn upload_with(&self, bucket: &str, key: &str, options: &PutOptions) -> Upload {
+        Upload::new(self.shared().clone(), bucket.into(), key.into(), Arc::new(options.clone()))
     }
 
     /// HeadObject: size, ETag and metadata.

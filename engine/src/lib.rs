@@ -80,4 +80,5 @@ pub use download::stream::GetStream;
 pub use error::{Error, ErrorKind, Operation, Result};
 pub use metrics::{LaneSnapshot, MetricsSnapshot, RetryCounts};
 pub use types::{ListOptions, ListPage, MultipartUploadSummary, ObjectInfo, ObjectSummary, PutOutput};
+pub use upload::options::PutOptions;
 pub use upload::writer::Upload;

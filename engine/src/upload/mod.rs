@@ -10,6 +10,7 @@
 //! Part sizes grow so that no upload needs more than S3's 10,000 parts: for a known size the
 //! part size is raised up front; for a stream of unknown length it doubles every 1,000 parts.
 
+pub(crate) mod options;
 pub(crate) mod writer;
 
 use std::ops::Range;
@@ -28,6 +29,7 @@ use crate::error::{Error, ErrorKind, Operation, Result};
 use crate::s3::upload_part::UploadedPart;
 use crate::scheduler::ConnectionSlot;
 use crate::types::PutOutput;
+use options::PutOptions;
 
 /// Bytes per positional read of a file part: hashed right after it lands, while in cache.
 const READ_PIECE: usize = 256 * 1024;
@@ -75,9 +77,14 @@ pub(crate) struct Multipart {
 
 impl Multipart {
     /// CreateMultipartUpload. Runs on the engine runtime.
-    pub(crate) async fn create(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<str>) -> Result<Self> {
+    pub(crate) async fn create(
+        shared: Arc<Shared>,
+        bucket: Arc<str>,
+        key: Arc<str>,
+        options: Arc<PutOptions>,
+    ) -> Result<Self> {
         let slot = shared.scheduler.slot().await;
-        let upload_id = shared.s3.create_multipart(&bucket, &key).await?;
+        let upload_id = shared.s3.create_multipart(&bucket, &key, &options).await?;
         drop(slot);
         Ok(Multipart {
             shared,
@@ -237,22 +244,34 @@ pub(crate) async fn read_file_range(
 }
 
 /// Uploads caller bytes: zero-copy slices of `body` become the parts.
-pub(crate) async fn put_bytes(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<str>, body: Bytes) -> Result<PutOutput> {
+pub(crate) async fn put_bytes(
+    shared: Arc<Shared>,
+    bucket: Arc<str>,
+    key: Arc<str>,
+    options: Arc<PutOptions>,
+    body: Bytes,
+) -> Result<PutOutput> {
     let size = body.len() as u64;
     if size <= shared.config.multipart_threshold_bytes {
         let slot = shared.scheduler.slot().await;
-        let etag = shared.s3.put_object(&bucket, &key, body).await?;
+        let etag = shared.s3.put_object(&bucket, &key, &options, body).await?;
         drop(slot);
         return Ok(PutOutput { etag, size, parts: 1 });
     }
-    multipart_known_size(shared, bucket, key, size, false, |r| {
+    multipart_known_size(shared, bucket, key, options, size, false, |r| {
         PartBody::Ready(body.slice(r.start as usize..r.end as usize), None)
     })
     .await
 }
 
 /// Uploads a file with parallel positional reads.
-pub(crate) async fn put_file(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<str>, path: &Path) -> Result<PutOutput> {
+pub(crate) async fn put_file(
+    shared: Arc<Shared>,
+    bucket: Arc<str>,
+    key: Arc<str>,
+    options: Arc<PutOptions>,
+    path: &Path,
+) -> Result<PutOutput> {
     let path_buf = path.to_path_buf();
     let file = tokio::task::spawn_blocking(move || std::fs::File::open(&path_buf))
         .await
@@ -263,11 +282,11 @@ pub(crate) async fn put_file(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<str
     if size <= shared.config.multipart_threshold_bytes {
         let memory = shared.scheduler.memory.reserve(size).await;
         let (body, _) = read_file_range(&shared, file, 0..size).await?;
-        let out = put_bytes(shared, bucket, key, body).await;
+        let out = put_bytes(shared, bucket, key, options, body).await;
         drop(memory);
         return out;
     }
-    multipart_known_size(shared, bucket, key, size, true, |r| PartBody::File(file.clone(), r)).await
+    multipart_known_size(shared, bucket, key, options, size, true, |r| PartBody::File(file.clone(), r)).await
 }
 
 /// A multipart upload of `size` bytes whose parts come from `part(range)`. With
@@ -277,12 +296,13 @@ async fn multipart_known_size(
     shared: Arc<Shared>,
     bucket: Arc<str>,
     key: Arc<str>,
+    options: Arc<PutOptions>,
     size: u64,
     reserve_memory: bool,
     part: impl Fn(Range<u64>) -> PartBody,
 ) -> Result<PutOutput> {
     let part_size = part_size_for(size, shared.config.part_size_bytes)?;
-    let mut mp = Multipart::create(shared.clone(), bucket, key).await?;
+    let mut mp = Multipart::create(shared.clone(), bucket, key, options).await?;
     let submitted = async {
         for (i, start) in (0..size).step_by(part_size as usize).enumerate() {
             let end = (start + part_size).min(size);

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::{stream_part_size, Multipart, PartBody};
+use super::{stream_part_size, Multipart, PartBody, PutOptions};
 use crate::buffer_pool::MemoryPermit;
 use crate::checksum::PartHasher;
 use crate::client::Shared;
@@ -26,6 +26,7 @@ pub struct Upload {
     shared: Arc<Shared>,
     bucket: Arc<str>,
     key: Arc<str>,
+    options: Arc<PutOptions>,
     buf: Vec<u8>,
     buf_permit: Option<MemoryPermit>,
     part_number: u32,
@@ -39,11 +40,12 @@ pub struct Upload {
 }
 
 impl Upload {
-    pub(crate) fn new(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<str>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<str>, options: Arc<PutOptions>) -> Self {
         Upload {
             shared,
             bucket,
             key,
+            options,
             buf: Vec::new(),
             buf_permit: None,
             part_number: 1,
@@ -119,10 +121,8 @@ impl Upload {
         if self.multipart.is_none() {
             let (shared, bucket, key) = (self.shared.clone(), self.bucket.clone(), self.key.clone());
             let handle = self.shared.handle.clone();
-            self.multipart = Some(
-                TaskHandle::spawn(&handle, Operation::CreateMultipartUpload, Multipart::create(shared, bucket, key))
-                    .await?,
-            );
+            let create = Multipart::create(shared, bucket, key, self.options.clone());
+            self.multipart = Some(TaskHandle::spawn(&handle, Operation::CreateMultipartUpload, create).await?);
         }
         let slot = self.shared.scheduler.slot().await;
         let mp = self.multipart.as_mut().expect("created above");
@@ -145,7 +145,8 @@ impl Upload {
             None => {
                 let body = self.held.take().unwrap_or_else(|| Bytes::from(std::mem::take(&mut self.buf)));
                 let permit = self.buf_permit.take();
-                let fut = super::put_bytes(self.shared.clone(), self.bucket.clone(), self.key.clone(), body);
+                let (shared, bucket, key) = (self.shared.clone(), self.bucket.clone(), self.key.clone());
+                let fut = super::put_bytes(shared, bucket, key, self.options.clone(), body);
                 let out = TaskHandle::spawn(&handle, Operation::PutObject, fut).await;
                 drop(permit);
                 out
