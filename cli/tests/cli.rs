@@ -352,3 +352,64 @@ fn uploads_carry_a_content_type() {
     assert_eq!(content_type("from-stdin.css").as_deref(), Some("text/css"));
     assert_ne!(content_type("plain").as_deref(), Some("text/html"));
 }
+
+/// A server that answers 200 with a web page to every request has stored nothing: the upload
+/// fails (a protocol error naming the missing ETag), single-request and multipart alike.
+#[test]
+fn an_endpoint_answering_200_to_anything_is_not_a_successful_upload() {
+    use std::io::{BufRead, BufReader, Read};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { return };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut conn = conn;
+                loop {
+                    let mut len = 0usize;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            len = v.trim().parse().unwrap_or(0);
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; len];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let page = "<html><body>Welcome to our portal</body></html>";
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n{page}",
+                        page.len()
+                    );
+                    if conn.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    for (name, len) in [("small", 1000), ("large", 12 << 20)] {
+        let src = dir.path().join(name);
+        std::fs::write(&src, data(len)).unwrap();
+        let out = Command::new(BIN)
+            .env("AWS_ACCESS_KEY_ID", "a")
+            .env("AWS_SECRET_ACCESS_KEY", "b")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .args(["cp", "--part-size", "5MiB", "--endpoint-url", &url, src.to_str().unwrap(), "s3://bkt/k"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains("not an S3 server") || err.contains("XML"), "{name}: {err}");
+    }
+}

@@ -6,11 +6,12 @@ use http::{HeaderName, Method};
 use super::upload_part::UploadedPart;
 use super::{xml, S3Request, S3};
 use crate::checksum::{ChecksumAlgorithm, Crc};
-use crate::error::{Error, Operation};
+use crate::error::{Error, ErrorKind, Operation};
 
 impl S3 {
     /// Completes `upload_id` from its parts in ascending order; returns the object's ETag. A
-    /// 200 whose body is an `<Error>` is an error (S3 does this). When the parts carry
+    /// 200 whose body is an `<Error>` is an error (S3 does this), and so is one without an
+    /// ETag. When the parts carry
     /// checksums, each is listed and the full-object checksum, combined from the part CRCs,
     /// is sent for the server to check against the assembled object.
     pub(crate) async fn complete_multipart(
@@ -19,7 +20,7 @@ impl S3 {
         key: &str,
         upload_id: &str,
         parts: Vec<UploadedPart>,
-    ) -> Result<Option<String>, Error> {
+    ) -> Result<String, Error> {
         let op = Operation::CompleteMultipartUpload;
         let full: Option<Crc> = parts
             .iter()
@@ -53,6 +54,15 @@ impl S3 {
         }
         let (_, body) = self.execute(&req).await?;
         let result: xml::CompleteMultipartUploadResult = xml::parse(&body, op)?;
-        Ok(result.etag)
+        // Without an ETag nothing says an object was assembled (a server answering 200 to
+        // anything): a protocol error rather than a reported success.
+        result.etag.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Protocol,
+                op,
+                "the answer has no ETag: the endpoint is not an S3 server, or it stored nothing",
+            )
+            .with_retryable(false)
+        })
     }
 }

@@ -145,7 +145,7 @@ impl Multipart {
         let etag = self.shared.s3.complete_multipart(&self.bucket, &self.key, &self.upload_id, parts).await?;
         drop(slot);
         self.ended = true;
-        Ok(PutOutput { etag, size: self.size, parts: count })
+        Ok(PutOutput { etag: Some(etag), size: self.size, parts: count })
     }
 
     /// Stops the part tasks and aborts the upload on the server, waiting for the answer.
@@ -256,7 +256,7 @@ pub(crate) async fn put_bytes(
         let slot = shared.scheduler.slot().await;
         let etag = shared.s3.put_object(&bucket, &key, &options, body).await?;
         drop(slot);
-        return Ok(PutOutput { etag, size, parts: 1 });
+        return Ok(PutOutput { etag: Some(etag), size, parts: 1 });
     }
     multipart_known_size(shared, bucket, key, options, size, false, |r| {
         PartBody::Ready(body.slice(r.start as usize..r.end as usize), None)
