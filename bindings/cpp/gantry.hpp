@@ -268,11 +268,16 @@ public:
                       err);
         return size;
     }
-    /// Downloads the whole object into a string (HEAD first for the size).
+    /// Downloads the whole object into a string, in one GET-based request: a missing key
+    /// throws GANTRY_RESULT_NOT_FOUND with S3's `NoSuchKey` (a HEAD's 404 has no error code),
+    /// and an object replaced meanwhile cannot be cut to a stale size. For large objects of
+    /// known size, get_into() into preallocated memory avoids the string's growth copies.
     std::string get(const std::string &bucket, const std::string &key) const {
-        std::string out(head_size(bucket, key), '\0');
-        uint64_t n = get_into(bucket, key, out.data(), out.size());
-        out.resize(static_cast<size_t>(n));
+        std::string out;
+        stream(bucket, key, [&out](const Chunk &c) {
+            out.append(reinterpret_cast<const char *>(c.data), c.size);
+            return true;
+        }).wait();
         return out;
     }
     uint64_t get_to_file(const std::string &bucket, const std::string &key, const std::string &path) const {

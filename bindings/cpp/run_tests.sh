@@ -5,7 +5,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 work="$(mktemp -d)"
 port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-"$repo/target/release/gantry" serve --dir "$work/s3" --addr "127.0.0.1:$port" 2>/dev/null &
+"$repo/target/release/gantry" serve --dir "$work/s3" --addr "127.0.0.1:$port" --bucket examples 2>/dev/null &
 server=$!
 trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
@@ -13,7 +13,6 @@ cmake -S "$repo/bindings/cpp" -B "$work/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=De
 cmake --build "$work/build" >/dev/null
 GANTRY_TEST_ENDPOINT="http://127.0.0.1:$port" ctest --test-dir "$work/build" --output-on-failure
 # The examples copy a file up and down through the same server.
-mkdir -p "$work/s3/examples"
 head -c 7340035 /dev/urandom > "$work/example.bin"
 for ex in gantry_copy_c gantry_copy_cpp; do
     AWS_ACCESS_KEY_ID=gantry AWS_SECRET_ACCESS_KEY=gantry-secret-key \

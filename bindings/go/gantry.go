@@ -293,18 +293,17 @@ func (c *Client) GetRange(ctx context.Context, bucket, key string, offset int64,
 	})
 }
 
-// Get downloads the whole object into memory.
+// Get downloads the whole object into memory with GET requests only: a missing key is
+// CodeNotFound with S3Code "NoSuchKey", as from GetInto (a HEAD's 404 carries no S3 code).
+// For large objects of known size, GetInto into a preallocated buffer saves the copies of
+// growing the slice.
 func (c *Client) Get(ctx context.Context, bucket, key string) ([]byte, error) {
-	size, err := c.Head(ctx, bucket, key)
+	r, err := c.GetReader(ctx, bucket, key)
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, size)
-	n, err := c.GetInto(ctx, bucket, key, buf)
-	if err != nil {
-		return nil, err
-	}
-	return buf[:n], nil
+	defer r.Close()
+	return io.ReadAll(r)
 }
 
 // GetToFile downloads bucket/key into the file at path (atomically renamed on success; a

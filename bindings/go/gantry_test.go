@@ -125,6 +125,14 @@ func TestFiles(t *testing.T) {
 
 func TestTypedErrors(t *testing.T) {
 	c := newClient(t, "gantry-secret-key")
+	// Get reports a missing key exactly as GetInto does (it once sent a HEAD first, whose
+	// 404 has no S3 code).
+	if _, err := c.Get(context.Background(), bucket, "missing"); true {
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeNotFound || e.HTTPStatus != 404 || e.S3Code != "NoSuchKey" {
+			t.Fatalf("Get of a missing key: %#v", err)
+		}
+	}
 	_, err := c.GetInto(context.Background(), bucket, "missing", nil)
 	var e *Error
 	if !errors.As(err, &e) || e.Code != CodeNotFound || e.HTTPStatus != 404 || e.S3Code != "NoSuchKey" || e.Retryable {

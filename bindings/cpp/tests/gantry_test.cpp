@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -33,6 +34,27 @@ gantry::Config config(const std::string &secret = "gantry-secret-key") {
         .set("memory_limit", "64MiB");
     return c;
 }
+
+/// A fresh directory under the test temp dir, removed with everything in it at the end of
+/// the test: tests leave nothing behind and never collide with another run's files.
+class ScratchDir {
+public:
+    ScratchDir() {
+        std::string tmpl = ::testing::TempDir() + "gantry-test-XXXXXX";
+        if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+        path_ = tmpl;
+    }
+    ~ScratchDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    ScratchDir(const ScratchDir &) = delete;
+    ScratchDir &operator=(const ScratchDir &) = delete;
+    [[nodiscard]] const std::string &path() const { return path_; }
+
+private:
+    std::string path_;
+};
 
 std::string pattern(size_t len, unsigned seed) {
     std::mt19937 rng(seed);
@@ -63,10 +85,11 @@ TEST_F(GantryTest, RoundTripsEverySize) {
 
 TEST_F(GantryTest, FilesAndStreamingUpload) {
     auto data = pattern((11u << 20) + 3, 9);
-    std::string src = ::testing::TempDir() + "gantry-src.bin";
+    ScratchDir dir;
+    std::string src = dir.path() + "/src.bin";
     std::ofstream(src, std::ios::binary) << data;
     client.put_file(bucket, "from-file", src);
-    std::string dst = ::testing::TempDir() + "gantry-dst.bin";
+    std::string dst = dir.path() + "/dst.bin";
     EXPECT_EQ(client.get_to_file(bucket, "from-file", dst), data.size());
     std::ifstream in(dst, std::ios::binary);
     std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -92,6 +115,14 @@ TEST_F(GantryTest, ErrorsCarryS3Metadata) {
         client.get_into(bucket, "missing", nullptr, 0);
         FAIL() << "expected an error";
     } catch (const gantry::Error &e) {
+        EXPECT_EQ(e.s3_code(), "NoSuchKey");
+    }
+    // get() reports a missing key as get_into() does (a HEAD first gave a 404 with no S3 code).
+    try {
+        client.get(bucket, "missing");
+        FAIL() << "expected an error";
+    } catch (const gantry::Error &e) {
+        EXPECT_EQ(e.code(), GANTRY_RESULT_NOT_FOUND);
         EXPECT_EQ(e.s3_code(), "NoSuchKey");
     }
     gantry::Client bad(config("wrong"));
