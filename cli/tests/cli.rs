@@ -311,6 +311,15 @@ fn serve_and_cp_name_what_is_wrong() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("nodir/sub/out.bin") && err.contains("not a directory"), "{err}");
     assert!(!err.contains(".gantry-"), "an internal temporary name leaked: {err}");
+    // A directory as the source is named as such.
+    let out = gantry(&server).arg("cp").arg(dir.path()).arg("s3://bkt/d").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("{} is a directory", dir.path().display())), "{err}");
+    // A directory where no file can be created (even by root): the user's path, no jargon.
+    let out = gantry(&server).args(["cp", "s3://bkt/k", "/proc/gantry-cannot-be-here"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("cannot create /proc/gantry-cannot-be-here"), "{err}");
+    assert!(!err.contains(".gantry-") && !err.contains("LocalIo"), "{err}");
 }
 
 /// Content-Type: guessed from the file's extension (or the key's, for stdin), replaced by

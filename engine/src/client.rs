@@ -443,8 +443,8 @@ async fn download_file(shared: &Arc<Shared>, bucket: &Arc<str>, key: &Arc<str>, 
     let (tx, rx) = mpsc::unbounded_channel();
     // One blocking thread per download does the positional writes: page-cache writes
     // can stall on dirty-page throttling and must not block a network worker.
-    let file = temp.file.clone();
-    let writer = tokio::task::spawn_blocking(move || write_chunks(&file, rx));
+    let (file, dest) = (temp.file.clone(), path.to_path_buf());
+    let writer = tokio::task::spawn_blocking(move || write_chunks(&file, &dest, rx));
     let (head_tx, mut head_rx) = oneshot::channel();
     let downloaded =
         download::run(shared.clone(), bucket.clone(), key.clone(), None, Delivery::Copy(tx), head_tx).await;
@@ -455,11 +455,13 @@ async fn download_file(shared: &Arc<Shared>, bucket: &Arc<str>, key: &Arc<str>, 
     Ok(info)
 }
 
-fn write_chunks(file: &std::fs::File, mut rx: mpsc::UnboundedReceiver<download::Chunk>) -> Result<()> {
+/// Writes chunks at their offsets into `file`, the temporary file of `dest` (the path errors
+/// name: the one the user gave).
+fn write_chunks(file: &std::fs::File, dest: &Path, mut rx: mpsc::UnboundedReceiver<download::Chunk>) -> Result<()> {
     use std::os::unix::fs::FileExt;
     while let Some(chunk) = rx.blocking_recv() {
         file.write_all_at(&chunk.data, chunk.offset)
-            .map_err(|e| Error::local_io("cannot write the downloaded bytes", e))?;
+            .map_err(|e| Error::local_io(format!("cannot write {}", dest.display()), e))?;
     }
     Ok(())
 }
@@ -485,7 +487,8 @@ impl TempFile {
             .write(true)
             .create_new(true)
             .open(&path)
-            .map_err(|e| Error::local_io(format!("cannot create {}", path.display()), e))?;
+            // The user's path, not the temporary name they never typed.
+            .map_err(|e| Error::local_io(format!("cannot create {}", dest.display()), e))?;
         Ok(TempFile { path, file: Arc::new(file), keep: false })
     }
 

@@ -225,7 +225,12 @@ impl fmt::Debug for Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} failed: {}", self.inner.operation, self.inner.message)?;
+        // A local file's trouble reads as the message alone ("cannot create out/x: ..."):
+        // "LocalIo failed" names an engine internal, not something the user did.
+        match self.inner.operation {
+            Operation::LocalIo => write!(f, "{}", self.inner.message)?,
+            op => write!(f, "{op} failed: {}", self.inner.message)?,
+        }
         let mut meta = Vec::new();
         if let Some(code) = &self.inner.s3_code {
             meta.push(code.clone());

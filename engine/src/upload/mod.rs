@@ -277,7 +277,11 @@ pub(crate) async fn put_file(
         .await
         .map_err(|_| Error::new(ErrorKind::Internal, Operation::LocalIo, "file task failed"))?
         .map_err(|e| Error::local_io(format!("cannot open {}", path.display()), e))?;
-    let size = file.metadata().map_err(|e| Error::local_io("cannot stat the source file", e))?.len();
+    let meta = file.metadata().map_err(|e| Error::local_io(format!("cannot read {}", path.display()), e))?;
+    if meta.is_dir() {
+        return Err(Error::invalid(Operation::PutObject, format!("{} is a directory, not a file", path.display())));
+    }
+    let size = meta.len();
     let file = Arc::new(file);
     if size <= shared.config.multipart_threshold_bytes {
         let memory = shared.scheduler.memory.reserve(size).await;
