@@ -1,5 +1,6 @@
-//! An embedded S3-compatible server: the s3s protocol layer over s3s-fs (buckets are
-//! directories under a root, objects are files), served by hyper on a TCP listener.
+//! An embedded S3-compatible server: the s3s protocol layer (requests, SigV4) over a storage
+//! layout of our own (buckets are directories under a root, each object one file named by the
+//! hash of its key; see `store`), served by hyper on a TCP listener.
 //!
 //! It is a real, independent S3 implementation that verifies SigV4 when started with keys, so
 //! it checks our signing and our protocol handling: `gantry serve`, `gantry demo` and the
@@ -12,9 +13,9 @@
 
 #![deny(missing_docs, missing_debug_implementations)]
 
-mod fast_fs;
 mod keyring;
 mod pace;
+mod store;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -164,8 +165,7 @@ pub async fn serve(
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "pace_bytes_per_sec must be positive"));
     }
     let tls = config.tls.as_ref().map(TlsConfig::load).transpose()?.map(TlsAcceptor::from);
-    std::fs::create_dir_all(&config.root)?;
-    let mut builder = S3ServiceBuilder::new(fast_fs::FastFs::new(&config.root)?);
+    let mut builder = S3ServiceBuilder::new(store::Store::new(&config.root)?);
     if let Some(ring) = config.credentials {
         builder.set_auth(ring);
     }
