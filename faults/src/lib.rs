@@ -32,7 +32,12 @@
 //!   bucket, ListBuckets, GetBucketLocation, DeleteObjects. Anything else is 501 NotImplemented.
 //! - Uploads with `Transfer-Encoding` (no Content-Length) are refused with 501, as S3 does.
 //! - Multipart objects report full-object checksums (`x-amz-checksum-type: FULL_OBJECT`) even
-//!   for uploads created with `COMPOSITE`; the values are correct for the whole object.
+//!   for uploads created with `COMPOSITE`; the values are correct for the whole object. Objects
+//!   stored with [`FaultServer::insert_object_with`] hold exactly the checksum S3 would: one
+//!   algorithm, full-object or composite (`<base64>-N`, `COMPOSITE`).
+//! - GetObjectAttributes (`?attributes`: ETag, Checksum, ObjectParts paged by
+//!   `x-amz-max-parts`/`x-amz-part-number-marker`, ObjectSize) and GET `?partNumber=N` (the
+//!   part's bytes and, with checksum mode, its checksum) follow S3's documented answers.
 //! - Faults on responses without a body (HEAD, 204s): `Stall` delays the head; `ResetMidBody`,
 //!   `ShortBody`, `Trickle` and `FlipByte` have nothing to act on. `FlipByte` on
 //!   CompleteMultipartUpload corrupts the assembled object (before the full-object checksum
@@ -73,11 +78,12 @@ pub use faults::Fault;
 pub use rules::{Match, Op, RequestRecord, Rule};
 pub use shaping::Shaping;
 pub use spec::parse_fault_spec;
+pub use store::ObjectChecksum;
 pub use tls::tls_server_config;
 
 use conn::{ConnCtl, FaultIo};
 use rules::RuleSet;
-use store::{Draft, Store};
+use store::{Draft, PartMeta, Store};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic in one request must not wedge the whole test server.
@@ -96,6 +102,8 @@ pub(crate) struct State {
     conns_open: AtomicUsize,
     shaping: Mutex<Shaping>,
     reject_trailers: AtomicBool,
+    /// Answer GetObjectAttributes with 501 NotImplemented, as some S3-compatible stores do.
+    reject_attributes: AtomicBool,
     /// Buckets that live in another region than the one requests are signed for.
     bucket_regions: Mutex<std::collections::HashMap<String, String>>,
     counter: AtomicU64,
@@ -114,6 +122,7 @@ impl State {
             conns_open: AtomicUsize::new(0),
             shaping: Mutex::new(Shaping::default()),
             reject_trailers: AtomicBool::new(false),
+            reject_attributes: AtomicBool::new(false),
             bucket_regions: Mutex::new(Default::default()),
             counter: AtomicU64::new(0),
         }
@@ -236,6 +245,50 @@ impl FaultServer {
     pub fn insert_object(&self, bucket: &str, key: &str, data: Bytes) {
         let draft = Draft::new(data, None);
         let _ = self.state.store().put(bucket, key, draft, None, true);
+    }
+
+    /// Stores an object as S3 holds it after an upload with `checksum` (creating the bucket if
+    /// missing): only that algorithm's checksum, full-object or composite, and for a
+    /// multipart upload its parts (sizes and part checksums, a `"…-N"` ETag), which GET
+    /// `?partNumber=N` and GetObjectAttributes report. Panics if the part sizes do not add up
+    /// to the data.
+    pub fn insert_object_with(&self, bucket: &str, key: &str, data: Bytes, checksum: &ObjectChecksum) {
+        let a = checksum.algorithm;
+        let (checksums, composite, parts) = match &checksum.part_sizes {
+            None => (vec![(a, a.compute(&data))], false, Vec::new()),
+            Some(sizes) => {
+                assert_eq!(sizes.iter().sum::<usize>(), data.len(), "part sizes must add up to the object");
+                let mut at = 0;
+                let parts: Vec<PartMeta> = sizes
+                    .iter()
+                    .map(|&n| {
+                        let sum = a.compute(&data[at..at + n]);
+                        at += n;
+                        PartMeta { size: n as u64, checksums: vec![(a, sum)] }
+                    })
+                    .collect();
+                let value = match checksum.composite {
+                    true => a.compute(&parts.iter().flat_map(|p| p.checksums[0].1.clone()).collect::<Vec<u8>>()),
+                    false => a.compute(&data),
+                };
+                (vec![(a, value)], checksum.composite, parts)
+            }
+        };
+        let count = checksum.part_sizes.as_ref().map(Vec::len);
+        let draft = Draft::exact(data, checksums, composite, parts);
+        let _ = self.state.store().put(bucket, key, draft, count, true);
+    }
+
+    /// Flips one bit of the stored byte at `offset`, keeping the ETag and checksums: an object
+    /// damaged at rest, whose every download must fail verification.
+    pub fn corrupt_object(&self, bucket: &str, key: &str, offset: usize) {
+        let _ = self.state.store().corrupt(bucket, key, offset);
+    }
+
+    /// Emulates stores without GetObjectAttributes: every such request is answered 501
+    /// NotImplemented.
+    pub fn set_reject_attributes(&self, reject: bool) {
+        self.state.reject_attributes.store(reject, Ordering::Relaxed);
     }
 
     /// The stored bytes of an object, so upload tests can check what arrived.

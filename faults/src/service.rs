@@ -17,7 +17,7 @@ use crate::faults::{paced_chunk, BodyPlan, BoxError, Fault, RespBody};
 use crate::http_util::{http_date, iso8601, parse_query, parse_range, percent_decode};
 use crate::rules::{Op, RequestInfo, RequestRecord};
 use crate::s3xml;
-use crate::store::{Draft, Marker};
+use crate::store::{Draft, Marker, PartMeta};
 use crate::State;
 
 /// Every part but the last must be at least this large (S3's limit).
@@ -46,6 +46,7 @@ enum Action {
     ListBuckets,
     Location,
     DeleteObjects,
+    Attributes,
     Unsupported,
 }
 
@@ -70,7 +71,9 @@ impl Action {
 
 /// Object subresources this server does not implement (answered 501).
 const OBJECT_SUBRESOURCES: &[&str] =
-    &["tagging", "acl", "attributes", "retention", "legal-hold", "torrent", "restore", "select", "renameObject"];
+    &["tagging", "acl", "retention", "legal-hold", "torrent", "restore", "select", "renameObject"];
+/// Parts per GetObjectAttributes page when the request names no `x-amz-max-parts` (S3's).
+const DEFAULT_MAX_PARTS: u32 = 1000;
 /// Query parameters a plain bucket GET (a listing) may carry.
 const LIST_PARAMS: &[&str] = &[
     "list-type",
@@ -113,6 +116,9 @@ fn classify(
             _ => Action::Unsupported,
         },
         (Some(_), Some(_)) => {
+            if *method == Method::GET && has("attributes") {
+                return Action::Attributes;
+            }
             if OBJECT_SUBRESOURCES.iter().any(|s| has(s)) {
                 return Action::Unsupported;
             }
@@ -324,7 +330,7 @@ async fn read_half(mut body: Incoming, headers: &HeaderMap) {
 /// The decoded payload of an upload plus its verified checksum, if the client sent one.
 struct Payload {
     data: Bytes,
-    checksum: Option<(ChecksumAlgo, u64)>,
+    checksum: Option<(ChecksumAlgo, Vec<u8>)>,
 }
 
 fn is_aws_chunked(h: &HeaderMap) -> bool {
@@ -481,6 +487,10 @@ impl Ctx {
                 }
             }
             Action::DeleteObjects => self.delete_objects(&body),
+            Action::Attributes if self.state.reject_attributes.load(Ordering::Relaxed) => {
+                self.error(501, "NotImplemented")
+            }
+            Action::Attributes => self.object_attributes(),
             Action::Unsupported => self.error(501, "NotImplemented"),
         }
     }
@@ -502,10 +512,30 @@ impl Ctx {
             }
         }
         let total = obj.data.len() as u64;
-        let range = if self.is_head() { None } else { self.h("range").and_then(parse_range) };
-        let (status, start, end) = match range {
-            None => (200, 0, total),
-            Some(spec) => match spec.resolve(total) {
+        // GET ?partNumber=N: that upload part's bytes (S3: 206, its Content-Range, the
+        // object's part count, and with checksum mode the *part's* checksum). A single-PUT
+        // object has one part.
+        let part = match self.q("partNumber") {
+            None => None,
+            Some(n) => {
+                let count = obj.parts.len().max(1);
+                match n.parse::<usize>() {
+                    Ok(n) if (1..=count).contains(&n) => Some(n),
+                    _ => {
+                        return self.error_msg(416, "InvalidPartNumber", "The requested partnumber is not satisfiable")
+                    }
+                }
+            }
+        };
+        let range = if self.is_head() || part.is_some() { None } else { self.h("range").and_then(parse_range) };
+        let (status, start, end) = match (part, range) {
+            (Some(n), _) if !obj.parts.is_empty() => {
+                let start: u64 = obj.parts[..n - 1].iter().map(|p| p.size).sum();
+                (206, start, start + obj.parts[n - 1].size)
+            }
+            (Some(_), _) => (206, 0, total),
+            (None, None) => (200, 0, total),
+            (None, Some(spec)) => match spec.resolve(total) {
                 Some((a, b)) => (206, a, b + 1),
                 None => {
                     return self.error(416, "InvalidRange").header("content-range", &format!("bytes */{total}"));
@@ -521,13 +551,34 @@ impl Ctx {
         if status == 206 {
             r = r.header("content-range", &format!("bytes {start}-{}/{total}", end.saturating_sub(1)));
         }
+        if part.is_some() && !obj.parts.is_empty() {
+            r = r.header("x-amz-mp-parts-count", &obj.parts.len().to_string());
+        }
         let whole = start == 0 && end == total;
         let mode = self.h("x-amz-checksum-mode").is_some_and(|m| m.eq_ignore_ascii_case("ENABLED"));
-        if mode && whole {
-            for (algo, value) in &obj.checksums {
-                r = r.header(algo.header(), &algo.encode(*value));
+        match part {
+            Some(n) if mode && !obj.parts.is_empty() => {
+                for (algo, value) in &obj.parts[n - 1].checksums {
+                    r = r.header(algo.header(), &algo.encode(value));
+                }
+                if !obj.parts[n - 1].checksums.is_empty() {
+                    r = r.header("x-amz-checksum-type", "FULL_OBJECT");
+                }
             }
-            r = r.header("x-amz-checksum-type", "FULL_OBJECT");
+            _ if mode && whole => {
+                for (algo, value) in &obj.checksums {
+                    // A composite value carries the part count, as S3 sends it.
+                    let text = match obj.composite {
+                        true => format!("{}-{}", algo.encode(value), obj.parts.len()),
+                        false => algo.encode(value),
+                    };
+                    r = r.header(algo.header(), &text);
+                }
+                if !obj.checksums.is_empty() {
+                    r = r.header("x-amz-checksum-type", if obj.composite { "COMPOSITE" } else { "FULL_OBJECT" });
+                }
+            }
+            _ => {}
         }
         if !self.is_head() {
             r.body = obj.data.slice(start as usize..end as usize);
@@ -604,13 +655,13 @@ impl Ctx {
             Ok(p) => p,
             Err(r) => return *r,
         };
-        let draft = Draft::with_known(p.data, p.checksum);
+        let draft = Draft::with_known(p.data, p.checksum.clone());
         let obj = match self.store().put(&self.bucket, &self.key, draft, None, false) {
             Ok(o) => o,
             Err(code) => return self.error(404, code),
         };
         let mut r = Reply::new(200).header("etag", &obj.etag);
-        if let Some((algo, v)) = p.checksum {
+        if let Some((algo, v)) = &p.checksum {
             r = r.header(algo.header(), &algo.encode(v)).header("x-amz-checksum-type", "FULL_OBJECT");
         }
         r
@@ -664,7 +715,8 @@ impl Ctx {
             Ok(p) => p,
             Err(r) => return *r,
         };
-        if let (Some(expected), Some((got, _))) = (algo, p.checksum) {
+        if let (Some(expected), Some((got, _))) = (algo, &p.checksum) {
+            let got = *got;
             if expected != got {
                 return self.error_msg(
                     400,
@@ -677,16 +729,13 @@ impl Ctx {
                 );
             }
         }
-        let crc64 = match p.checksum {
-            Some((ChecksumAlgo::Crc64Nvme, v)) => v,
-            _ => ChecksumAlgo::Crc64Nvme.compute(&p.data),
-        };
+        let crc64 = crate::checksum::crc64(&p.data);
         let etag = match self.store().put_part(&self.bucket, &self.key, &id, number, p.data, crc64) {
             Ok(e) => e,
             Err(code) => return self.error(404, code),
         };
         let mut r = Reply::new(200).header("etag", &etag);
-        if let Some((algo, v)) = p.checksum {
+        if let Some((algo, v)) = &p.checksum {
             r = r.header(algo.header(), &algo.encode(v));
         }
         r
@@ -713,6 +762,8 @@ impl Ctx {
                 (ChecksumAlgo::Crc32, &p.crc32),
                 (ChecksumAlgo::Crc32c, &p.crc32c),
                 (ChecksumAlgo::Crc64Nvme, &p.crc64nvme),
+                (ChecksumAlgo::Sha1, &p.sha1),
+                (ChecksumAlgo::Sha256, &p.sha256),
             ];
             for (a, v) in claimed {
                 if let Some(v) = v {
@@ -726,6 +777,15 @@ impl Ctx {
             }
             datas.push(sp.data.clone());
         }
+        // What GetObjectAttributes lists: each part's size and, when the upload declared an
+        // algorithm, that part's checksum (S3 keeps the checksums the parts were sent with).
+        let metas: Vec<PartMeta> = datas
+            .iter()
+            .map(|d| PartMeta {
+                size: d.len() as u64,
+                checksums: algo.map(|a| vec![(a, a.compute(d))]).unwrap_or_default(),
+            })
+            .collect();
         let total: usize = datas.iter().map(Bytes::len).sum();
         let mut buf = BytesMut::with_capacity(total);
         for d in &datas {
@@ -739,17 +799,18 @@ impl Ctx {
         for a in ChecksumAlgo::ALL {
             if let Some(v) = self.h(a.header()) {
                 let actual = a.compute(&data);
-                if a.decode(v) != Some(actual) {
+                if a.decode(v).as_ref() != Some(&actual) {
                     return self.error(400, "BadDigest");
                 }
                 known = Some((a, actual));
             }
         }
-        let extra = algo.or(known.map(|k| k.0));
+        let extra = algo.or(known.as_ref().map(|k| k.0));
         let draft = match known {
             Some(k) if Some(k.0) == extra => Draft::with_known(data, Some(k)),
             _ => Draft::new(data, extra),
-        };
+        }
+        .with_parts(metas);
         let obj = {
             let mut store = self.store();
             if let Err(code) = store.remove_upload(&self.bucket, &self.key, &id) {
@@ -763,9 +824,79 @@ impl Ctx {
         let host = self.h("host").unwrap_or("localhost");
         let location = format!("http://{host}/{}/{}", self.bucket, crate::http_util::percent_encode_key(&self.key));
         let shown = extra.unwrap_or(ChecksumAlgo::Crc64Nvme);
-        let value = obj.checksums.iter().find(|(a, _)| *a == shown).map(|(a, v)| a.encode(*v));
+        let value = obj.checksums.iter().find(|(a, _)| *a == shown).map(|(a, v)| a.encode(v));
         let checksum = value.as_deref().map(|v| (shown.xml_name(), v));
         Reply::xml(200, s3xml::complete_doc(&location, &self.bucket, &self.key, &obj.etag, checksum))
+    }
+
+    /// GetObjectAttributes (`GET /bucket/key?attributes`), as S3 answers it: only the
+    /// attributes named in `x-amz-object-attributes`; the ETag unquoted; `Checksum` with the
+    /// object's value (composite ones with their `-N`) and type; `ObjectParts` only for a
+    /// multipart object, paged by `x-amz-max-parts` / `x-amz-part-number-marker`, each part
+    /// with the checksums its upload sent. See [`crate::FaultServer::set_reject_attributes`]
+    /// for stores that do not implement it.
+    fn object_attributes(&self) -> Reply {
+        let obj = match self.store().get(&self.bucket, &self.key) {
+            Ok(o) => o,
+            Err(code) => return self.error(404, code),
+        };
+        let wanted: Vec<String> = self
+            .h("x-amz-object-attributes")
+            .unwrap_or("")
+            .split(',')
+            .map(|a| a.trim().to_ascii_lowercase())
+            .filter(|a| !a.is_empty())
+            .collect();
+        if wanted.is_empty() {
+            return self.error_msg(400, "InvalidArgument", "Invalid attribute name specified.");
+        }
+        let wants = |name: &str| wanted.iter().any(|w| w == name);
+        let max_parts = match self.h("x-amz-max-parts").map(str::parse::<u32>) {
+            None => DEFAULT_MAX_PARTS,
+            Some(Ok(n)) => n.min(DEFAULT_MAX_PARTS),
+            Some(Err(_)) => return self.error_msg(400, "InvalidArgument", "Invalid max-parts"),
+        };
+        let marker = match self.h("x-amz-part-number-marker").map(str::parse::<u32>) {
+            None => 0,
+            Some(Ok(n)) => n,
+            Some(Err(_)) => return self.error_msg(400, "InvalidArgument", "Invalid part-number-marker"),
+        };
+        let checksum = obj.checksums.last().filter(|_| wants("checksum")).map(|(a, v)| {
+            let value = match obj.composite {
+                true => format!("{}-{}", a.encode(v), obj.parts.len()),
+                false => a.encode(v),
+            };
+            (a.xml_name(), value, if obj.composite { "COMPOSITE" } else { "FULL_OBJECT" })
+        });
+        let object_parts = (wants("objectparts") && !obj.parts.is_empty()).then(|| {
+            let from = marker as usize;
+            let page: Vec<_> = obj
+                .parts
+                .iter()
+                .enumerate()
+                .skip(from)
+                .take(max_parts as usize)
+                .map(|(i, p)| {
+                    let sums = p.checksums.iter().map(|(a, v)| (a.xml_name(), a.encode(v))).collect();
+                    (i as u32 + 1, p.size, sums)
+                })
+                .collect();
+            let last = page.last().map_or(marker, |(n, _, _)| *n);
+            s3xml::AttributeParts {
+                marker,
+                max_parts,
+                next_marker: ((last as usize) < obj.parts.len()).then_some(last),
+                count: obj.parts.len(),
+                parts: page,
+            }
+        });
+        let doc = s3xml::attributes_doc(&s3xml::Attributes {
+            etag: wants("etag").then(|| unquote(&obj.etag).to_string()),
+            checksum,
+            object_parts,
+            object_size: wants("objectsize").then_some(obj.data.len() as u64),
+        });
+        Reply::xml(200, doc).header("etag", &obj.etag).header("last-modified", &http_date(obj.last_modified))
     }
 
     fn list_uploads(&self) -> Reply {

@@ -10,7 +10,10 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 
-use crate::checksum::ChecksumAlgo;
+use crate::checksum::{crc64, ChecksumAlgo};
+
+/// A raw checksum value (big-endian for CRCs).
+pub(crate) type Value = Vec<u8>;
 
 /// One stored object version.
 #[derive(Debug)]
@@ -19,40 +22,109 @@ pub(crate) struct Object {
     /// Quoted ETag, unique per stored version.
     pub etag: String,
     pub last_modified: SystemTime,
-    /// CRC64NVME always first, then the upload's own algorithm when it was a different one.
-    pub checksums: Vec<(ChecksumAlgo, u64)>,
+    /// The object's checksums as GET returns them. Full-object values: CRC64NVME first, then
+    /// the upload's own algorithm when it was a different one. Composite ones: the
+    /// algorithm's value over the part checksums (sent with a `-N` suffix).
+    pub checksums: Vec<(ChecksumAlgo, Value)>,
+    /// Whether [`Object::checksums`] are composite (`COMPOSITE`) or of the bytes (`FULL_OBJECT`).
+    pub composite: bool,
+    /// The upload parts of a multipart object (empty for a single PUT), as
+    /// GetObjectAttributes lists them.
+    pub parts: Vec<PartMeta>,
+}
+
+/// The checksum an object inserted with [`crate::FaultServer::insert_object_with`] has.
+#[derive(Debug, Clone)]
+pub struct ObjectChecksum {
+    /// The one algorithm S3 keeps for the object (the upload's).
+    pub algorithm: ChecksumAlgo,
+    /// `None`: a single PUT (a full-object checksum). `Some`: a multipart upload with parts
+    /// of these sizes, each with its checksum.
+    pub part_sizes: Option<Vec<usize>>,
+    /// For a multipart upload: the object's checksum is composite (the checksum of the part
+    /// checksums, `-N`), what S3 stores for SHA1/SHA256 and by default for CRC32/CRC32C;
+    /// otherwise it is of the bytes (`FULL_OBJECT`).
+    pub composite: bool,
+}
+
+impl ObjectChecksum {
+    /// A single PUT with `algorithm`.
+    pub fn single(algorithm: ChecksumAlgo) -> Self {
+        ObjectChecksum { algorithm, part_sizes: None, composite: false }
+    }
+
+    /// A multipart upload with parts of `sizes` and a `composite` or full-object checksum.
+    pub fn multipart(algorithm: ChecksumAlgo, sizes: Vec<usize>, composite: bool) -> Self {
+        ObjectChecksum { algorithm, part_sizes: Some(sizes), composite }
+    }
+}
+
+/// One part of a multipart object: its size and its checksums (those the upload sent).
+#[derive(Debug, Clone)]
+pub(crate) struct PartMeta {
+    pub size: u64,
+    pub checksums: Vec<(ChecksumAlgo, Value)>,
 }
 
 /// An object's bytes and checksums, computed before taking the store lock.
 pub(crate) struct Draft {
     data: Bytes,
-    checksums: Vec<(ChecksumAlgo, u64)>,
+    checksums: Vec<(ChecksumAlgo, Value)>,
+    composite: bool,
+    parts: Vec<PartMeta>,
     crc64: u64,
 }
 
 impl Draft {
     /// Computes CRC64NVME (S3 does for every new object) plus `extra` if given.
     pub(crate) fn new(data: Bytes, extra: Option<ChecksumAlgo>) -> Draft {
-        let crc64 = ChecksumAlgo::Crc64Nvme.compute(&data);
-        let mut checksums = vec![(ChecksumAlgo::Crc64Nvme, crc64)];
+        let full = ChecksumAlgo::Crc64Nvme.compute(&data);
+        let crc64 = crc64(&data);
+        let mut checksums = vec![(ChecksumAlgo::Crc64Nvme, full)];
         if let Some(a) = extra.filter(|a| *a != ChecksumAlgo::Crc64Nvme) {
             checksums.push((a, a.compute(&data)));
         }
-        Draft { data, checksums, crc64 }
+        Draft { data, checksums, composite: false, parts: Vec::new(), crc64 }
     }
 
     /// Uses an already verified/known checksum instead of recomputing it.
-    pub(crate) fn with_known(data: Bytes, known: Option<(ChecksumAlgo, u64)>) -> Draft {
+    pub(crate) fn with_known(data: Bytes, known: Option<(ChecksumAlgo, Value)>) -> Draft {
         match known {
             Some((ChecksumAlgo::Crc64Nvme, v)) => {
-                Draft { data, checksums: vec![(ChecksumAlgo::Crc64Nvme, v)], crc64: v }
+                let crc64 = v.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
+                Draft {
+                    data,
+                    checksums: vec![(ChecksumAlgo::Crc64Nvme, v)],
+                    composite: false,
+                    parts: Vec::new(),
+                    crc64,
+                }
             }
             Some((a, v)) => {
-                let crc64 = ChecksumAlgo::Crc64Nvme.compute(&data);
-                Draft { data, checksums: vec![(ChecksumAlgo::Crc64Nvme, crc64), (a, v)], crc64 }
+                let mut d = Draft::new(data, None);
+                d.checksums.push((a, v));
+                d
             }
             None => Draft::new(data, None),
         }
+    }
+
+    /// Exactly the given checksums, of the given kind, with these parts (see
+    /// [`crate::ObjectChecksum`]).
+    pub(crate) fn exact(
+        data: Bytes,
+        checksums: Vec<(ChecksumAlgo, Value)>,
+        composite: bool,
+        parts: Vec<PartMeta>,
+    ) -> Draft {
+        let crc64 = crc64(&data);
+        Draft { data, checksums, composite, parts, crc64 }
+    }
+
+    /// Records the upload parts of a multipart object.
+    pub(crate) fn with_parts(mut self, parts: Vec<PartMeta>) -> Draft {
+        self.parts = parts;
+        self
     }
 }
 
@@ -157,10 +229,35 @@ impl Store {
             Some(n) => format!("\"{:016x}{version:016x}-{n}\"", draft.crc64),
             None => format!("\"{:016x}{version:016x}\"", draft.crc64),
         };
-        let obj =
-            Arc::new(Object { data: draft.data, etag, last_modified: SystemTime::now(), checksums: draft.checksums });
+        let obj = Arc::new(Object {
+            data: draft.data,
+            etag,
+            last_modified: SystemTime::now(),
+            checksums: draft.checksums,
+            composite: draft.composite,
+            parts: draft.parts,
+        });
         b.objects.insert(key.to_string(), obj.clone());
         Ok(obj)
+    }
+
+    /// Flips one stored byte at `offset`, keeping the ETag and checksums: bit rot at rest.
+    pub(crate) fn corrupt(&mut self, bucket: &str, key: &str, offset: usize) -> Result<(), Code> {
+        let b = self.buckets.get_mut(bucket).ok_or("NoSuchBucket")?;
+        let obj = b.objects.get_mut(key).ok_or("NoSuchKey")?;
+        let mut data = obj.data.to_vec();
+        if let Some(byte) = data.get_mut(offset) {
+            *byte ^= 0x01;
+        }
+        *obj = Arc::new(Object {
+            data: Bytes::from(data),
+            etag: obj.etag.clone(),
+            last_modified: obj.last_modified,
+            checksums: obj.checksums.clone(),
+            composite: obj.composite,
+            parts: obj.parts.clone(),
+        });
+        Ok(())
     }
 
     pub(crate) fn get(&self, bucket: &str, key: &str) -> Result<Arc<Object>, Code> {
@@ -240,7 +337,7 @@ impl Store {
             return Err("NoSuchBucket");
         }
         self.upload_seq += 1;
-        let id = format!("gf-{:08}-{:016x}", self.upload_seq, ChecksumAlgo::Crc64Nvme.compute(key.as_bytes()));
+        let id = format!("gf-{:08}-{:016x}", self.upload_seq, crc64(key.as_bytes()));
         let upload = Upload {
             bucket: bucket.to_string(),
             key: key.to_string(),
