@@ -110,9 +110,11 @@ pub(crate) struct AttributeParts {
     pub max_parts: u32,
     pub next_marker: Option<u32>,
     pub count: usize,
-    /// (number, size, (element name, value) of each checksum).
-    pub parts: Vec<(u32, u64, Vec<(&'static str, String)>)>,
+    pub parts: Vec<AttributePart>,
 }
+
+/// One `<Part>`: (number, size, (element name, value) of each checksum).
+pub(crate) type AttributePart = (u32, u64, Vec<(&'static str, String)>);
 
 /// `GetObjectAttributes` answer, elements in S3's order.
 pub(crate) fn attributes_doc(a: &Attributes) -> String {
