@@ -180,8 +180,8 @@ impl Client {
             let start = chunk.offset as usize;
             buf[start..start + chunk.data.len()].copy_from_slice(&chunk.data);
         }
-        driver.await?;
-        Ok(info)
+        let verification = driver.await?;
+        Ok(ObjectInfo { verification: Some(verification), ..info })
     }
 
     /// Downloads bytes `range` of `bucket/key` into the start of `buf` with parallel ranged
@@ -216,8 +216,8 @@ impl Client {
             let at = (chunk.offset - start) as usize;
             buf[at..at + chunk.data.len()].copy_from_slice(&chunk.data);
         }
-        driver.await?;
-        Ok(info)
+        let verification = driver.await?;
+        Ok(ObjectInfo { verification: Some(verification), ..info })
     }
 
     /// Downloads `bucket/key` into the file at `path` with parallel positional writes. The
@@ -281,8 +281,8 @@ impl Client {
     {
         let stream = self.get_stream(bucket, key).await?;
         let info = stream.info().clone();
-        self.spawn(Operation::GetObject, download::to_writer::stream_into(stream, open)).await?;
-        Ok(info)
+        let verification = self.spawn(Operation::GetObject, download::to_writer::stream_into(stream, open)).await?;
+        Ok(ObjectInfo { verification: Some(verification), ..info })
     }
 
     /// Opens `bucket/key` as an in-order stream with a bounded read window (see
@@ -449,10 +449,10 @@ async fn download_file(shared: &Arc<Shared>, bucket: &Arc<str>, key: &Arc<str>, 
     let downloaded =
         download::run(shared.clone(), bucket.clone(), key.clone(), None, Delivery::Copy(tx), head_tx).await;
     download::to_writer::join_writer(writer).await?;
-    downloaded?;
+    let verification = downloaded?;
     let info = head_rx.try_recv().map_err(|_| Error::cancelled(Operation::GetObject))?;
     temp.persist(path)?;
-    Ok(info)
+    Ok(ObjectInfo { verification: Some(verification), ..info })
 }
 
 /// Writes chunks at their offsets into `file`, the temporary file of `dest` (the path errors

@@ -6,7 +6,7 @@
 //! a multipart upload combines once per part, so a 2 GiB checkpoint spent ~100 ms of CPU on
 //! it. Multiplying by x^(8·|B|) mod P with a table of x^(2^k) (the zlib-1.2.12 method) costs
 //! about 0.2 µs. Valid for reflected CRCs whose initial value equals their final XOR, which holds
-//! for CRC-32C and CRC-64/NVME (both all-ones): the initial value's contribution cancels.
+//! for CRC-32, CRC-32C and CRC-64/NVME (all-ones): the initial value's contribution cancels.
 
 use std::sync::OnceLock;
 
@@ -20,6 +20,8 @@ pub(crate) struct Poly {
     table: OnceLock<[u64; 64]>,
 }
 
+/// CRC-32 (ISO-HDLC, zlib's): what boto3 and the AWS CLI store by default.
+pub(crate) static CRC32: Poly = Poly::new(0xEDB8_8320, 32);
 /// CRC-32C (Castagnoli).
 pub(crate) static CRC32C: Poly = Poly::new(0x82F6_3B78, 32);
 /// CRC-64/NVME.
@@ -84,11 +86,38 @@ impl Poly {
 mod tests {
     use super::*;
     use crc_fast::CrcAlgorithm;
+    use proptest::prelude::*;
+
+    const ALL: [(&Poly, CrcAlgorithm); 3] = [
+        (&CRC32, CrcAlgorithm::Crc32IsoHdlc),
+        (&CRC32C, CrcAlgorithm::Crc32Iscsi),
+        (&CRC64NVME, CrcAlgorithm::Crc64Nvme),
+    ];
+
+    proptest! {
+        /// Random data split at random points: combining the pieces' CRCs in order gives
+        /// crc-fast's CRC of the whole, for every polynomial.
+        #[test]
+        fn random_splits_match_crc_fast(data in proptest::collection::vec(any::<u8>(), 0..20_000),
+                                        cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..6)) {
+            let mut points: Vec<usize> = cuts.iter().map(|c| c.index(data.len() + 1)).collect();
+            points.extend([0, data.len()]);
+            points.sort_unstable();
+            for (poly, alg) in ALL {
+                let mut acc = crc_fast::checksum(alg, &[]);
+                for w in points.windows(2) {
+                    let piece = &data[w[0]..w[1]];
+                    acc = poly.combine(acc, crc_fast::checksum(alg, piece), piece.len() as u64);
+                }
+                prop_assert_eq!(acc, crc_fast::checksum(alg, &data), "{:?}", alg);
+            }
+        }
+    }
 
     #[test]
     fn matches_crc_fast_at_many_lengths() {
         let data: Vec<u8> = (0..70_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-        for (poly, alg) in [(&CRC32C, CrcAlgorithm::Crc32Iscsi), (&CRC64NVME, CrcAlgorithm::Crc64Nvme)] {
+        for (poly, alg) in ALL {
             for split in [0usize, 1, 7, 8, 9, 63, 64, 1000, 4096, 65_535, 69_999, 70_000] {
                 let (a, b) = data.split_at(split);
                 let whole = crc_fast::checksum(alg, &data);
@@ -101,7 +130,7 @@ mod tests {
     #[test]
     fn matches_crc_fast_combine_at_huge_lengths() {
         // Lengths beyond any buffer we can hash here: compare with crc-fast's (slow) combine.
-        for (poly, alg) in [(&CRC32C, CrcAlgorithm::Crc32Iscsi), (&CRC64NVME, CrcAlgorithm::Crc64Nvme)] {
+        for (poly, alg) in ALL {
             for len in [8u64 << 20, (5u64 << 30) + 3, 5u64 << 40, u64::MAX >> 4] {
                 let (a, b) = (0x1234_5678_9abc_def0 & (poly.one | (poly.one - 1)), 0x0fed_cba9);
                 assert_eq!(poly.combine(a, b, len), crc_fast::checksum_combine(alg, a, b, len), "{alg:?} len {len}");

@@ -68,7 +68,7 @@ mod types;
 mod upload;
 
 pub use autoconfig::{AutoConfig, NetworkCard};
-pub use checksum::{ChecksumAlgorithm, ChecksumUpload};
+pub use checksum::{ChecksumAlgorithm, ChecksumUpload, S3ChecksumAlgorithm};
 pub use client::Client;
 pub use config::{
     parse_size, Addressing, Checksums, ClientConfig, ClientConfigBuilder, Endpoint, Hedging, PayloadSigning,
@@ -78,7 +78,10 @@ pub use config_keys::CONFIG_KEYS;
 pub use credentials::{Credentials, CredentialsSource, ProvideCredentials};
 pub use download::stream::GetStream;
 pub use error::{Error, ErrorKind, Operation, Result};
-pub use metrics::{LaneSnapshot, MetricsSnapshot, RetryCounts};
-pub use types::{ListOptions, ListPage, MultipartUploadSummary, ObjectInfo, ObjectSummary, PutOutput};
+pub use metrics::{ChecksumCounts, LaneSnapshot, MetricsSnapshot, RetryCounts};
+pub use types::{
+    ListOptions, ListPage, MultipartUploadSummary, NotVerifiedReason, ObjectInfo, ObjectSummary, PutOutput,
+    Verification,
+};
 pub use upload::options::PutOptions;
 pub use upload::writer::Upload;

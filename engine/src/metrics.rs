@@ -3,7 +3,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use crate::checksum::S3ChecksumAlgorithm;
 use crate::error::ErrorKind;
+use crate::types::Verification;
 
 /// Live counters of one client.
 #[derive(Debug, Default)]
@@ -21,6 +23,8 @@ pub(crate) struct Metrics {
     hedges_sent: AtomicU64,
     hedges_won: AtomicU64,
     retries_by_class: [AtomicU64; RETRY_CLASSES],
+    downloads_verified: [AtomicU64; 5],
+    downloads_not_verified: AtomicU64,
 }
 
 const RETRY_CLASSES: usize = 7;
@@ -79,6 +83,48 @@ fn retry_class(kind: ErrorKind) -> Option<usize> {
     })
 }
 
+/// Finished downloads by the checksum algorithm that verified them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChecksumCounts {
+    /// Verified with CRC32.
+    pub crc32: u64,
+    /// Verified with CRC32C.
+    pub crc32c: u64,
+    /// Verified with CRC64NVME.
+    pub crc64nvme: u64,
+    /// Verified with SHA1.
+    pub sha1: u64,
+    /// Verified with SHA256.
+    pub sha256: u64,
+}
+
+impl ChecksumCounts {
+    fn from_array(a: [u64; 5]) -> Self {
+        ChecksumCounts { crc32: a[0], crc32c: a[1], crc64nvme: a[2], sha1: a[3], sha256: a[4] }
+    }
+    fn to_array(self) -> [u64; 5] {
+        [self.crc32, self.crc32c, self.crc64nvme, self.sha1, self.sha256]
+    }
+    /// The count for `algorithm`.
+    pub fn get(&self, algorithm: S3ChecksumAlgorithm) -> u64 {
+        self.to_array()[algorithm_index(algorithm)]
+    }
+    /// The sum over all algorithms.
+    pub fn total(&self) -> u64 {
+        self.to_array().iter().sum()
+    }
+}
+
+fn algorithm_index(a: S3ChecksumAlgorithm) -> usize {
+    match a {
+        S3ChecksumAlgorithm::Crc32 => 0,
+        S3ChecksumAlgorithm::Crc32c => 1,
+        S3ChecksumAlgorithm::Crc64Nvme => 2,
+        S3ChecksumAlgorithm::Sha1 => 3,
+        S3ChecksumAlgorithm::Sha256 => 4,
+    }
+}
+
 /// Counters of one lane: a network interface or source address connections leave from
 /// (`default` when none was configured).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -117,6 +163,13 @@ pub struct MetricsSnapshot {
     pub checksum_failures: u64,
     /// Download responses whose bytes were checked against the server's checksum and matched.
     pub checksums_verified: u64,
+    /// Finished downloads whose bytes were all verified, by algorithm (once per download,
+    /// whatever its number of parts or reruns; see [`crate::Verification`]).
+    pub downloads_verified: ChecksumCounts,
+    /// Finished downloads whose bytes were not verified (any
+    /// [`crate::NotVerifiedReason`]: no checksum stored, composite without part
+    /// checksums, verification disabled, ranged read).
+    pub downloads_not_verified: u64,
     /// Retries, by the class of the error that caused them.
     pub retries_by_class: RetryCounts,
     /// Retries refused because the client-wide retry budget was empty.
@@ -155,6 +208,11 @@ impl MetricsSnapshot {
             timeouts: self.timeouts - earlier.timeouts,
             checksum_failures: self.checksum_failures - earlier.checksum_failures,
             checksums_verified: self.checksums_verified - earlier.checksums_verified,
+            downloads_verified: {
+                let (a, b) = (self.downloads_verified.to_array(), earlier.downloads_verified.to_array());
+                ChecksumCounts::from_array(std::array::from_fn(|i| a[i] - b[i]))
+            },
+            downloads_not_verified: self.downloads_not_verified - earlier.downloads_not_verified,
             retries_by_class: {
                 let (a, b) = (self.retries_by_class.to_array(), earlier.retries_by_class.to_array());
                 RetryCounts::from_array(std::array::from_fn(|i| a[i] - b[i]))
@@ -214,6 +272,13 @@ impl Metrics {
     pub(crate) fn add_verified(&self) {
         self.checksums_verified.fetch_add(1, Relaxed);
     }
+    /// Records how a finished download was verified.
+    pub(crate) fn add_download_verification(&self, v: &Verification) {
+        match v.algorithm() {
+            Some(a) => self.downloads_verified[algorithm_index(a)].fetch_add(1, Relaxed),
+            None => self.downloads_not_verified.fetch_add(1, Relaxed),
+        };
+    }
     pub(crate) fn add_budget_exhausted(&self) {
         self.retry_budget_exhausted.fetch_add(1, Relaxed);
     }
@@ -247,6 +312,10 @@ impl Metrics {
             timeouts: self.timeouts.load(Relaxed),
             checksum_failures: self.checksum_failures.load(Relaxed),
             checksums_verified: self.checksums_verified.load(Relaxed),
+            downloads_verified: ChecksumCounts::from_array(std::array::from_fn(|i| {
+                self.downloads_verified[i].load(Relaxed)
+            })),
+            downloads_not_verified: self.downloads_not_verified.load(Relaxed),
             retries_by_class: RetryCounts::from_array(std::array::from_fn(|i| self.retries_by_class[i].load(Relaxed))),
             retry_budget_exhausted: self.retry_budget_exhausted.load(Relaxed),
             hedges_sent: self.hedges_sent.load(Relaxed),

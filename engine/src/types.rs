@@ -1,6 +1,9 @@
 //! Public result types of S3 operations.
 
-/// What HeadObject (or the first part of a download) tells about an object.
+use crate::checksum::S3ChecksumAlgorithm;
+
+/// What HeadObject (or the first part of a download) tells about an object, and for a
+/// finished download how its bytes were verified.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectInfo {
     /// Size in bytes.
@@ -11,6 +14,99 @@ pub struct ObjectInfo {
     pub last_modified: Option<String>,
     /// `Content-Type` header as sent.
     pub content_type: Option<String>,
+    /// How the downloaded bytes were checked against the object's stored checksum. `Some`
+    /// in what a finished download returns ([`crate::Client::get_into`],
+    /// [`crate::Client::get_range_into`], [`crate::Client::download_to_file`],
+    /// [`crate::Client::download_to_writer`]); `None` from HeadObject and in
+    /// [`crate::GetStream::info`] (a stream knows only at its end: see
+    /// [`crate::GetStream::verification`]).
+    pub verification: Option<Verification>,
+}
+
+/// How a download's bytes were checked against the checksum the server stores with the
+/// object. A download whose bytes do not match fails with
+/// [`crate::ErrorKind::ChecksumMismatch`] instead; this says what a successful one proved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Verification {
+    /// Every byte matched the object's full-object checksum of this algorithm.
+    FullObject(S3ChecksumAlgorithm),
+    /// The object's checksum is composite (`<base64>-N`, a checksum of its upload parts'
+    /// checksums), and each of its `parts` upload parts matched that part's checksum of
+    /// `algorithm`, which together match the composite value.
+    Parts {
+        /// The algorithm of the part checksums.
+        algorithm: S3ChecksumAlgorithm,
+        /// How many upload parts were checked (the `N` of `-N`).
+        parts: u32,
+    },
+    /// The bytes were not checked; the reason says why.
+    NotVerified(NotVerifiedReason),
+}
+
+impl Verification {
+    /// The algorithm that verified the bytes; `None` when they were not verified.
+    pub fn algorithm(&self) -> Option<S3ChecksumAlgorithm> {
+        match self {
+            Verification::FullObject(a) | Verification::Parts { algorithm: a, .. } => Some(*a),
+            Verification::NotVerified(_) => None,
+        }
+    }
+
+    /// Whether every byte was checked.
+    pub fn is_verified(&self) -> bool {
+        self.algorithm().is_some()
+    }
+}
+
+impl std::fmt::Display for Verification {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Verification::FullObject(a) => write!(f, "verified with {a}"),
+            Verification::Parts { algorithm, parts } => write!(f, "verified with {algorithm} in {parts} parts"),
+            Verification::NotVerified(r) => write!(f, "not verified: {}", r.description()),
+        }
+    }
+}
+
+/// Why a download's bytes were not checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum NotVerifiedReason {
+    /// The server returned no checksum for the object (none stored, or a store that does not
+    /// return them).
+    NoChecksum,
+    /// The object's checksum of this algorithm is composite (a checksum of its parts'
+    /// checksums) and the parts' checksums could not be had or checked: the server does not
+    /// answer GetObjectAttributes, lists no part checksums, or lists parts that do not add up
+    /// to the object.
+    Composite(S3ChecksumAlgorithm),
+    /// Verification is off ([`crate::Checksums::verify_downloads`] is `false`).
+    Disabled,
+    /// A ranged read: S3 returns an object's checksum only with the whole object.
+    RangedRead,
+}
+
+impl NotVerifiedReason {
+    /// A stable snake_case name for machine-readable output: `no_checksum`, `composite`,
+    /// `disabled`, `ranged_read`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            NotVerifiedReason::NoChecksum => "no_checksum",
+            NotVerifiedReason::Composite(_) => "composite",
+            NotVerifiedReason::Disabled => "disabled",
+            NotVerifiedReason::RangedRead => "ranged_read",
+        }
+    }
+
+    fn description(&self) -> String {
+        match self {
+            NotVerifiedReason::NoChecksum => "the server returned no checksum".into(),
+            NotVerifiedReason::Composite(a) => format!("the {a} checksum is composite and its parts' are unavailable"),
+            NotVerifiedReason::Disabled => "verification is disabled".into(),
+            NotVerifiedReason::RangedRead => "a ranged read has no checksum".into(),
+        }
+    }
 }
 
 /// One object in a listing.

@@ -22,11 +22,15 @@
 //!
 //! The first failing part fails the download; dropping the driver's task aborts every part
 //! task (closing their connections) and releases their memory and slots.
+//!
+//! How the bytes are checked against the object's stored checksum is planned from the first
+//! answer, before any other part is admitted: see [`verify`].
 
 pub(crate) mod hedge;
 pub(crate) mod plan;
 pub(crate) mod stream;
 pub(crate) mod to_writer;
+pub(crate) mod verify;
 
 use std::future::Future;
 use std::ops::Range;
@@ -39,14 +43,15 @@ use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::buffer_pool::MemoryPermit;
-use crate::checksum::{Crc, PartHasher, Verifier};
+use crate::checksum::{Claim, Hasher, S3ChecksumAlgorithm, Sum, Verifier};
 use crate::client::Shared;
 use crate::error::{Error, ErrorKind, Operation, Result};
 use crate::http::Body;
 use crate::retry::Retry;
 use crate::s3::get_object::RangeHead;
 use crate::scheduler::ConnectionSlot;
-use crate::types::ObjectInfo;
+use crate::types::{ObjectInfo, Verification};
+use verify::{Check, TeeChunk};
 
 const OP: Operation = Operation::GetObject;
 
@@ -64,7 +69,7 @@ pub(crate) struct Chunk {
 pub(crate) struct StreamPart {
     pub(crate) len: u64,
     pub(crate) rx: mpsc::UnboundedReceiver<Result<Bytes>>,
-    pub(crate) _memory: MemoryPermit,
+    pub(crate) _memory: Arc<MemoryPermit>,
     pub(crate) _window: OwnedSemaphorePermit,
 }
 
@@ -115,28 +120,56 @@ impl Validator {
     }
 }
 
-/// Where one part task puts its bytes.
-enum PartSink {
-    Copy { tx: mpsc::UnboundedSender<Chunk>, permit: Arc<MemoryPermit> },
-    Stream { tx: mpsc::UnboundedSender<Result<Bytes>> },
+/// Where one part task puts its bytes: its consumer, and the ordered hasher when the
+/// download has one ([`verify`]). The part's memory stays reserved while either holds them.
+struct PartSink {
+    out: Out,
+    permit: Arc<MemoryPermit>,
+    tee: Option<mpsc::UnboundedSender<TeeChunk>>,
+}
+
+enum Out {
+    Copy(mpsc::UnboundedSender<Chunk>),
+    Stream(mpsc::UnboundedSender<Result<Bytes>>),
 }
 
 impl PartSink {
     fn put(&mut self, offset: u64, data: Bytes) -> Result<()> {
-        match self {
-            PartSink::Copy { tx, permit } => {
-                tx.send(Chunk { offset, data, _permit: permit.clone() }).map_err(|_| Error::cancelled(OP))
+        if let Some(tee) = &self.tee {
+            // The hasher goes away only after every part is done.
+            let _ = tee.send(TeeChunk { offset, data: data.clone(), _permit: self.permit.clone() });
+        }
+        match &self.out {
+            Out::Copy(tx) => {
+                tx.send(Chunk { offset, data, _permit: self.permit.clone() }).map_err(|_| Error::cancelled(OP))
             }
-            PartSink::Stream { tx } => tx.send(Ok(data)).map_err(|_| Error::cancelled(OP)),
+            Out::Stream(tx) => tx.send(Ok(data)).map_err(|_| Error::cancelled(OP)),
         }
     }
 
+    fn is_stream(&self) -> bool {
+        matches!(self.out, Out::Stream(_))
+    }
+
     fn fail(&self, err: &Error) {
-        if let PartSink::Stream { tx } = self {
+        if let Out::Stream(tx) = &self.out {
             let _ = tx.send(Err(clone_error(err)));
         }
     }
 }
+
+/// What a part task checks of its own bytes.
+#[derive(Debug, Clone, Copy)]
+enum PartCheck {
+    None,
+    /// The part is the whole object: its bytes must match this full-object checksum.
+    Whole(Claim),
+    /// The part's CRC, to be combined with the others'.
+    Crc(S3ChecksumAlgorithm),
+}
+
+/// A part's CRC: `(first byte, value, length)`.
+type PartCrc = (u64, Sum, u64);
 
 /// Errors are not `Clone` (they own their source); a stream reader gets a copy of the data.
 fn clone_error(err: &Error) -> Error {
@@ -147,12 +180,13 @@ fn clone_error(err: &Error) -> Error {
     e
 }
 
-/// Runs one download to completion: the driver described in the module docs.
+/// Runs one download to completion: the driver described in the module docs. Returns how
+/// its bytes were verified.
 ///
 /// A multi-part download is checked against the object's checksum only once every part is in;
 /// the damaged part is unknown, so the whole download runs once more when its bytes can still
 /// be overwritten (the `Copy` delivery). A stream has handed its bytes out: its reader gets
-/// the error (through the driver) before the end of the stream.
+/// the error (through the driver) before the end of the stream, and it is final.
 pub(crate) async fn run(
     shared: Arc<Shared>,
     bucket: Arc<str>,
@@ -160,13 +194,19 @@ pub(crate) async fn run(
     range: Option<Range<u64>>,
     delivery: Delivery,
     head_tx: oneshot::Sender<ObjectInfo>,
-) -> Result<()> {
+) -> Result<Verification> {
     let mut head = Head::Wanted(head_tx);
     let mut rerun = matches!(delivery, Delivery::Copy(_));
     loop {
         match run_once(&shared, &bucket, &key, range.clone(), &delivery, &mut head).await? {
-            Outcome::Done => return Ok(()),
+            Outcome::Done(verification) => {
+                shared.metrics.add_download_verification(&verification);
+                return Ok(verification);
+            }
             Outcome::WholeObjectMismatch(_) if rerun => rerun = false,
+            Outcome::WholeObjectMismatch(e) if matches!(delivery, Delivery::Stream { .. }) => {
+                return Err(e.with_retryable(false))
+            }
             Outcome::WholeObjectMismatch(e) => return Err(e),
         }
     }
@@ -182,7 +222,7 @@ enum Head {
 
 /// How a complete pass over the parts ended.
 enum Outcome {
-    Done,
+    Done(Verification),
     /// Every part arrived, but together they do not match the object's checksum.
     WholeObjectMismatch(Error),
 }
@@ -207,7 +247,7 @@ async fn run_once(
     // Verifying a whole download needs the object's checksum, which S3 sends only on an
     // unranged GET: ask for the whole object then and read only the first part from it.
     let unranged = range.is_none() && shared.config.checksums.verify_downloads;
-    let (mut head, body) = open_first(shared, bucket, key, first, start == 0, unranged).await?;
+    let (head, body) = open_first(shared, bucket, key, first, start == 0, unranged).await?;
     if head.start != start {
         return Err(Error::new(ErrorKind::Protocol, OP, format!("asked for bytes from {start}, got {}", head.start)));
     }
@@ -218,6 +258,7 @@ async fn run_once(
         etag: head.etag.clone(),
         last_modified: head.last_modified.clone(),
         content_type: head.content_type.clone(),
+        verification: None,
     };
     *sent = match std::mem::replace(sent, Head::Taken) {
         Head::Wanted(tx) => {
@@ -233,12 +274,19 @@ async fn run_once(
     let validator = Arc::new(Validator { etag: head.etag.clone(), total });
     let mut tasks = JoinSet::new();
     let first_range = head.start..head.end.min(head.start + part_size);
-    // One part: its own attempt verifies (and can retry). Several: each part hashes its bytes
-    // and the combined CRC is compared with the object's checksum at the end.
-    let whole_object = if first_range.end < total { head.verifier.take() } else { None };
-    let hasher = whole_object.as_ref().map(Verifier::part_hasher);
+    let plan = verify::plan(shared, bucket, key, range.is_some(), &head, first_range.end >= limit).await;
+    let (first_check, part_check, ordered) = match &plan.check {
+        Check::None => (PartCheck::None, PartCheck::None, None),
+        Check::Response(claim) => (PartCheck::Whole(*claim), PartCheck::None, None),
+        Check::Combine(claim) => (PartCheck::Crc(claim.algorithm), PartCheck::Crc(claim.algorithm), None),
+        Check::Ordered { algorithm, segments, composite } => {
+            let hasher = verify::spawn_ordered(*algorithm, segments.clone(), *composite);
+            (PartCheck::None, PartCheck::None, Some(hasher))
+        }
+    };
+    let tee = ordered.as_ref().map(|(tx, _)| tx);
     let mut part_crcs = Vec::new();
-    let sink = make_sink(delivery, first_range.end - first_range.start, memory, window);
+    let sink = make_sink(delivery, first_range.end - first_range.start, memory, window, tee);
     tasks.spawn(part_task(
         shared.clone(),
         bucket.clone(),
@@ -248,7 +296,7 @@ async fn run_once(
         Some((head, body)),
         slot,
         sink,
-        hasher.clone(),
+        first_check,
     ));
 
     for range in plan::later_parts(first_range.end, limit, part_size) {
@@ -259,7 +307,7 @@ async fn run_once(
         while let Some(done) = tasks.try_join_next() {
             part_crcs.extend(joined(done)?);
         }
-        let sink = make_sink(delivery, range.end - range.start, memory, window);
+        let sink = make_sink(delivery, range.end - range.start, memory, window, tee);
         let task = part_task(
             shared.clone(),
             bucket.clone(),
@@ -269,30 +317,53 @@ async fn run_once(
             None,
             slot,
             sink,
-            hasher.clone(),
+            part_check,
         );
         tasks.spawn(task);
     }
     while let Some(done) = tasks.join_next().await {
         part_crcs.extend(joined(done)?);
     }
-    if let Some(expected) = whole_object {
-        part_crcs.sort_unstable_by_key(|(start, _)| *start);
-        let combined = part_crcs.into_iter().map(|(_, crc)| crc).reduce(Crc::combine);
-        if let Some(Err((header, want, got))) = combined.map(|c| expected.check_combined(c)) {
-            shared.metrics.add_failure(ErrorKind::ChecksumMismatch, false);
-            return Ok(Outcome::WholeObjectMismatch(Error::new(
-                ErrorKind::ChecksumMismatch,
-                OP,
-                format!("the object's bytes do not match its {header} (expected {want}, computed {got})"),
-            )));
+    let mismatch = match (plan.check, ordered) {
+        (Check::Combine(claim), _) => {
+            part_crcs.sort_unstable_by_key(|(start, _, _)| *start);
+            let algorithm = claim.algorithm;
+            let combined = part_crcs
+                .into_iter()
+                .map(|(_, sum, len)| (sum, len))
+                .reduce(|(a, _), (b, len_b)| (algorithm.combine(a, b, len_b).expect("a CRC combines"), len_b));
+            combined.and_then(|(sum, _)| crate::checksum::check(algorithm, claim.sum, sum).err()).map(|m| (None, m))
         }
+        (_, Some((tx, hasher))) => {
+            drop(tx);
+            let result = hasher.await.map_err(|_| {
+                Error::new(ErrorKind::Internal, OP, "the checksum thread panicked").with_retryable(false)
+            })?;
+            result.err()
+        }
+        _ => None,
+    };
+    if let Some((part, (algorithm, want, got))) = mismatch {
+        shared.metrics.add_failure(ErrorKind::ChecksumMismatch, false);
+        let what = match part {
+            Some(n) => format!("upload part {n} of the object does not match its {algorithm} checksum"),
+            None => format!("the object's bytes do not match its {algorithm} checksum"),
+        };
+        return Ok(Outcome::WholeObjectMismatch(Error::new(
+            ErrorKind::ChecksumMismatch,
+            OP,
+            format!("{what} (expected {want}, computed {got})"),
+        )));
+    }
+    if matches!(plan.verification, Verification::FullObject(_) | Verification::Parts { .. })
+        && !matches!(first_check, PartCheck::Whole(_))
+    {
         shared.metrics.add_verified();
     }
-    Ok(Outcome::Done)
+    Ok(Outcome::Done(plan.verification))
 }
 
-fn joined(done: std::result::Result<Result<Option<(u64, Crc)>>, tokio::task::JoinError>) -> Result<Option<(u64, Crc)>> {
+fn joined(done: std::result::Result<Result<Option<PartCrc>>, tokio::task::JoinError>) -> Result<Option<PartCrc>> {
     done.map_err(|_| Error::new(ErrorKind::Internal, OP, "a part task panicked").with_retryable(false))?
 }
 
@@ -303,21 +374,29 @@ async fn acquire_window(delivery: &Delivery) -> Option<OwnedSemaphorePermit> {
     }
 }
 
-fn make_sink(delivery: &Delivery, len: u64, memory: MemoryPermit, window: Option<OwnedSemaphorePermit>) -> PartSink {
-    match delivery {
-        Delivery::Copy(tx) => PartSink::Copy { tx: tx.clone(), permit: Arc::new(memory) },
+fn make_sink(
+    delivery: &Delivery,
+    len: u64,
+    memory: MemoryPermit,
+    window: Option<OwnedSemaphorePermit>,
+    tee: Option<&mpsc::UnboundedSender<TeeChunk>>,
+) -> PartSink {
+    let permit = Arc::new(memory);
+    let out = match delivery {
+        Delivery::Copy(tx) => Out::Copy(tx.clone()),
         Delivery::Stream { parts, .. } => {
             let (tx, rx) = mpsc::unbounded_channel();
             // The reader gets parts in admission order, which is part order.
             let _ = parts.send(StreamPart {
                 len,
                 rx,
-                _memory: memory,
+                _memory: permit.clone(),
                 _window: window.expect("stream parts hold a window permit"),
             });
-            PartSink::Stream { tx }
+            Out::Stream(tx)
         }
-    }
+    };
+    PartSink { out, permit, tee: tee.cloned() }
 }
 
 /// The first request: discovers size and ETag (see the module docs for 416 and 200). A 416
@@ -360,15 +439,15 @@ async fn part_task(
     initial: Option<(RangeHead, Body)>,
     slot: ConnectionSlot,
     mut sink: PartSink,
-    hasher: Option<PartHasher>,
-) -> Result<Option<(u64, Crc)>> {
+    check: PartCheck,
+) -> Result<Option<PartCrc>> {
     let start = range.start;
-    let result = fetch_part(&shared, &bucket, &key, range, &validator, initial, &mut sink, hasher).await;
+    let result = fetch_part(&shared, &bucket, &key, range, &validator, initial, &mut sink, check).await;
     drop(slot);
     if let Err(e) = &result {
         sink.fail(e);
     }
-    result.map(|crc| crc.map(|c| (start, c)))
+    result.map(|crc| crc.map(|(sum, len)| (start, sum, len)))
 }
 
 /// Receives `range` into `sink`, retrying and resuming from the first byte not yet delivered.
@@ -382,9 +461,14 @@ async fn fetch_part(
     validator: &Validator,
     mut initial: Option<(RangeHead, Body)>,
     sink: &mut PartSink,
-    hasher: Option<PartHasher>,
-) -> Result<Option<Crc>> {
-    let mut progress = Progress { next: range.start, verifier: None, held: Vec::new(), hasher };
+    check: PartCheck,
+) -> Result<Option<(Sum, u64)>> {
+    let (expected, hasher) = match check {
+        PartCheck::None => (None, None),
+        PartCheck::Whole(claim) => (Some(claim), None),
+        PartCheck::Crc(algorithm) => (None, Some(algorithm.hasher())),
+    };
+    let mut progress = Progress { next: range.start, expected, verifier: None, held: Vec::new(), hasher };
     let mut retry = Retry::new(&shared.s3.retry);
     let req = PartRequest { shared, bucket, key, range: range.clone(), validator };
     loop {
@@ -394,7 +478,7 @@ async fn fetch_part(
             Ok(()) => {
                 retry.succeeded();
                 shared.part_latency.record(started.elapsed(), range.end - range.start, shared.config.part_size_bytes);
-                return Ok(progress.hasher.map(|h| h.finish()));
+                return Ok(progress.hasher.map(|h| (h.finish(), h.len())));
             }
             Err(e) => {
                 if e.kind() == ErrorKind::ChecksumMismatch {
@@ -412,13 +496,16 @@ async fn fetch_part(
 struct Progress {
     /// First byte not yet delivered (or held).
     next: u64,
-    /// The whole-object checksum and the CRC of the bytes so far, when the server sent one.
+    /// The object's checksum, when this part is the whole object and is checked on its own.
+    expected: Option<Claim>,
+    /// That checksum and the hash of the bytes so far (started at the part's first byte, and
+    /// kept across attempts that resume mid-part: ranged answers carry no checksum).
     verifier: Option<Verifier>,
     /// Bytes of an in-order stream held back until the checksum has been checked, so a
     /// reader never sees bytes that fail verification.
     held: Vec<Bytes>,
     /// The CRC of this part's bytes, when the whole download is checked from part CRCs.
-    hasher: Option<PartHasher>,
+    hasher: Option<Hasher>,
 }
 
 /// One part's request parameters.
@@ -462,8 +549,8 @@ impl PartRequest<'_> {
         };
         let overruns = head.start == progress.next && head.end > self.range.end;
         self.validator.check(&head, progress.next, if overruns { head.end } else { self.range.end })?;
-        if progress.next == self.range.start && head.verifier.is_some() && !overruns {
-            progress.verifier = head.verifier;
+        if progress.next == self.range.start {
+            progress.verifier = progress.expected.map(Verifier::new);
         }
         let mut primary = Source { pos: progress.next, body, hedge: false, overruns };
         let mut secondary: Option<Source> = None;
@@ -539,12 +626,12 @@ impl PartRequest<'_> {
         }
         drop(hedge_slot);
         if let Some(verifier) = &progress.verifier {
-            if let Err((header, want, got)) = verifier.finish() {
+            if let Err((algorithm, want, got)) = verifier.finish() {
                 progress.held.clear();
                 return Err(Error::new(
                     ErrorKind::ChecksumMismatch,
                     OP,
-                    format!("the bytes received do not match {header} (expected {want}, computed {got})"),
+                    format!("the bytes received do not match the object's {algorithm} checksum (expected {want}, computed {got})"),
                 ));
             }
             self.shared.metrics.add_verified();
@@ -596,8 +683,8 @@ impl PartRequest<'_> {
             }
             let at = progress.next;
             progress.next = end;
-            match (&progress.verifier, &*sink) {
-                (Some(_), PartSink::Stream { .. }) => progress.held.push(fresh),
+            match &progress.verifier {
+                Some(_) if sink.is_stream() => progress.held.push(fresh),
                 _ => sink.put(at, fresh)?,
             }
         }

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use super::StreamPart;
 use crate::error::{Error, ErrorKind, Operation, Result};
 use crate::task::TaskHandle;
-use crate::types::ObjectInfo;
+use crate::types::{ObjectInfo, Verification};
 
 /// An object's bytes in order, as they arrive.
 ///
@@ -19,24 +19,38 @@ use crate::types::ObjectInfo;
 /// stays bounded. Dropping the stream cancels the download.
 ///
 /// Read with [`GetStream::next_chunk`] or as a [`futures::Stream`]; the stream ends after
-/// exactly [`ObjectInfo::size`] bytes, or with an error and nothing after it.
+/// exactly [`ObjectInfo::size`] bytes, or with an error and nothing after it. The end comes
+/// only once the bytes have been checked against the object's checksum, whose mismatch is
+/// that final error ([`crate::ErrorKind::ChecksumMismatch`]); after the end,
+/// [`GetStream::verification`] says how they were checked.
 #[derive(Debug)]
 pub struct GetStream {
     info: ObjectInfo,
     parts: mpsc::UnboundedReceiver<StreamPart>,
     current: Option<(StreamPart, u64)>,
-    driver: TaskHandle<()>,
+    driver: TaskHandle<Verification>,
     finished: bool,
+    verification: Option<Verification>,
 }
 
 impl GetStream {
-    pub(crate) fn new(info: ObjectInfo, parts: mpsc::UnboundedReceiver<StreamPart>, driver: TaskHandle<()>) -> Self {
-        GetStream { info, parts, current: None, driver, finished: false }
+    pub(crate) fn new(
+        info: ObjectInfo,
+        parts: mpsc::UnboundedReceiver<StreamPart>,
+        driver: TaskHandle<Verification>,
+    ) -> Self {
+        GetStream { info, parts, current: None, driver, finished: false, verification: None }
     }
 
     /// Size, ETag and metadata of the object being read.
     pub fn info(&self) -> &ObjectInfo {
         &self.info
+    }
+
+    /// How the bytes were verified: `Some` once the stream has ended without an error (the
+    /// next chunk was `None`), `None` before.
+    pub fn verification(&self) -> Option<Verification> {
+        self.verification
     }
 
     /// The next chunk in order; `None` after the last byte.
@@ -80,10 +94,13 @@ impl GetStream {
         self.finished = true;
         Poll::Ready(match result {
             Err(e) => Some(Err(e)),
-            Ok(()) if cut_short => {
+            Ok(_) if cut_short => {
                 Some(Err(Error::new(ErrorKind::Internal, Operation::GetObject, "a part ended early")))
             }
-            Ok(()) => None,
+            Ok(verification) => {
+                self.verification = Some(verification);
+                None
+            }
         })
     }
 }

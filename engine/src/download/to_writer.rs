@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use super::stream::GetStream;
 use crate::error::{Error, ErrorKind, Operation, Result};
+use crate::types::Verification;
 
 /// A batch is handed over once it holds this many bytes.
 const BATCH_BYTES: usize = 1 << 20;
@@ -30,8 +31,8 @@ const QUEUED_BATCHES: usize = 2;
 /// a tokio runtime (the client's workers).
 ///
 /// A write failure stops the download and is the error reported (not the cancellation it
-/// caused); otherwise a download failure is reported.
-pub(crate) async fn stream_into<W, O>(mut stream: GetStream, open: O) -> Result<()>
+/// caused); otherwise a download failure is reported. Returns how the bytes were verified.
+pub(crate) async fn stream_into<W, O>(mut stream: GetStream, open: O) -> Result<Verification>
 where
     O: FnOnce() -> Result<W> + Send + 'static,
     W: Write + 'static,
@@ -49,9 +50,12 @@ where
     });
     let streamed = feed(&mut stream, &tx).await;
     drop(tx);
+    let verification = stream.verification();
     drop(stream);
     join_writer(writer).await?;
-    streamed
+    streamed?;
+    // The feed stops early only when the writer has gone, whose error came first.
+    verification.ok_or_else(|| Error::new(ErrorKind::Internal, Operation::GetObject, "the stream ended early"))
 }
 
 /// Waits for a download's writer thread. Its error comes first: a write failure stops the

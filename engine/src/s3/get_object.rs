@@ -5,7 +5,7 @@ use std::ops::Range;
 use http::{header, Method, StatusCode};
 
 use super::{header_str, S3Request, S3};
-use crate::checksum::Verifier;
+use crate::checksum::Claim;
 use crate::error::{Error, ErrorKind, Operation};
 use crate::http::Body;
 
@@ -22,8 +22,9 @@ pub(crate) struct RangeHead {
     pub(crate) total: u64,
     pub(crate) last_modified: Option<String>,
     pub(crate) content_type: Option<String>,
-    /// The checksum of the whole object, when this answer is the whole object and says one.
-    pub(crate) verifier: Option<Verifier>,
+    /// The object's checksum, when this answer is the whole object and says one (and
+    /// downloads are verified).
+    pub(crate) claim: Option<Claim>,
 }
 
 impl S3 {
@@ -84,8 +85,8 @@ impl S3 {
             content_type: header_str(h, "content-type"),
             // S3 omits checksums on ranged answers; a server that sends one anyway for a
             // partial body would be giving the whole object's value, which the bytes cannot match.
-            verifier: match self.checksums.verify_downloads && start == 0 && end == total {
-                true => Verifier::from_headers(h),
+            claim: match self.checksums.verify_downloads && start == 0 && end == total {
+                true => Claim::from_headers(h),
                 false => None,
             },
         };

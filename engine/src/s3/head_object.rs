@@ -21,6 +21,7 @@ impl S3 {
             etag: header_str(h, "etag"),
             last_modified: header_str(h, "last-modified"),
             content_type: header_str(h, "content-type"),
+            verification: None,
         })
     }
 }

@@ -11,6 +11,7 @@ pub(crate) mod create_bucket;
 pub(crate) mod create_multipart;
 pub(crate) mod delete_object;
 pub(crate) mod get_object;
+pub(crate) mod get_object_attributes;
 pub(crate) mod head_object;
 pub(crate) mod list_multipart_uploads;
 pub(crate) mod list_objects;

@@ -112,6 +112,58 @@ pub(crate) struct UploadEntry {
     pub(crate) initiated: Option<String>,
 }
 
+/// `<GetObjectAttributesResponse>` (the `ETag`, `Checksum`, `ObjectParts` and `ObjectSize`
+/// attributes). S3 sends the ETag *without* quotes here, unlike in the `ETag` header.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct GetObjectAttributesResponse {
+    #[serde(rename = "ETag")]
+    pub(crate) etag: Option<String>,
+    pub(crate) checksum: Option<ChecksumElements>,
+    pub(crate) object_parts: Option<ObjectPartsElement>,
+    pub(crate) object_size: Option<u64>,
+}
+
+/// `<Checksum>` of GetObjectAttributes: only its type is used (the value comes with the GET).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ChecksumElements {
+    /// `FULL_OBJECT` or `COMPOSITE`.
+    #[serde(rename = "ChecksumType")]
+    pub(crate) checksum_type: Option<String>,
+}
+
+/// `<ObjectParts>`: one page of the parts of a multipart object.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct ObjectPartsElement {
+    #[serde(default)]
+    pub(crate) is_truncated: bool,
+    pub(crate) next_part_number_marker: Option<u32>,
+    pub(crate) parts_count: Option<u32>,
+    #[serde(default, rename = "Part")]
+    pub(crate) parts: Vec<ObjectPartElement>,
+}
+
+/// One `<Part>` of [`ObjectPartsElement`]: its number, size and checksum (when the upload
+/// sent checksums).
+#[derive(Debug, Deserialize)]
+pub(crate) struct ObjectPartElement {
+    #[serde(rename = "PartNumber")]
+    pub(crate) part_number: u32,
+    #[serde(rename = "Size")]
+    pub(crate) size: u64,
+    #[serde(rename = "ChecksumCRC32")]
+    pub(crate) crc32: Option<String>,
+    #[serde(rename = "ChecksumCRC32C")]
+    pub(crate) crc32c: Option<String>,
+    #[serde(rename = "ChecksumCRC64NVME")]
+    pub(crate) crc64nvme: Option<String>,
+    #[serde(rename = "ChecksumSHA1")]
+    pub(crate) sha1: Option<String>,
+    #[serde(rename = "ChecksumSHA256")]
+    pub(crate) sha256: Option<String>,
+}
+
 /// Parses an S3 XML document, mapping failure to a retryable protocol error.
 pub(crate) fn parse<T: serde::de::DeserializeOwned>(body: &[u8], op: Operation) -> Result<T, Error> {
     let text = std::str::from_utf8(body)
@@ -185,6 +237,29 @@ mod tests {
     }
 
     #[test]
+    fn parses_object_attributes() {
+        // The shape of S3's documented answer, ETag unquoted.
+        let xml = r#"<?xml version="1.0" encoding="UTF-8"?>
+<GetObjectAttributesResponse xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><ETag>abc-2</ETag>
+<Checksum><ChecksumSHA256>e3b0xyz=-2</ChecksumSHA256><ChecksumType>COMPOSITE</ChecksumType></Checksum>
+<ObjectParts><IsTruncated>true</IsTruncated><MaxParts>2</MaxParts><NextPartNumberMarker>2</NextPartNumberMarker>
+<PartNumberMarker>0</PartNumberMarker><Part><ChecksumSHA256>aa==</ChecksumSHA256><PartNumber>1</PartNumber><Size>5242880</Size></Part>
+<Part><PartNumber>2</PartNumber><Size>7</Size></Part><PartsCount>3</PartsCount></ObjectParts>
+<StorageClass>STANDARD</StorageClass><ObjectSize>5242894</ObjectSize></GetObjectAttributesResponse>"#;
+        let r: GetObjectAttributesResponse = parse(xml.as_bytes(), Operation::GetObject).unwrap();
+        assert_eq!(r.etag.as_deref(), Some("abc-2"));
+        let c = r.checksum.unwrap();
+        assert_eq!(c.checksum_type.as_deref(), Some("COMPOSITE"));
+        let p = r.object_parts.unwrap();
+        assert!(p.is_truncated);
+        assert_eq!((p.next_part_number_marker, p.parts_count), (Some(2), Some(3)));
+        assert_eq!(p.parts.len(), 2);
+        assert_eq!((p.parts[0].part_number, p.parts[0].size, p.parts[0].sha256.as_deref()), (1, 5242880, Some("aa==")));
+        assert_eq!((p.parts[1].size, p.parts[1].sha256.as_deref()), (7, None));
+        assert_eq!(r.object_size, Some(5242894));
+    }
+
+    #[test]
     fn garbage_is_a_retryable_protocol_error() {
         let e = parse::<ListBucketResult>(b"<<<", Operation::ListObjectsV2).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Protocol);
@@ -225,6 +300,7 @@ mod tests {
                     parse::<ErrorBody>(&body, Operation::GetObject).err(),
                     parse::<InitiateMultipartUploadResult>(&body, Operation::CreateMultipartUpload).err(),
                     parse::<CompleteMultipartUploadResult>(&body, Operation::CompleteMultipartUpload).err(),
+                    parse::<GetObjectAttributesResponse>(&body, Operation::GetObject).err(),
                 ].into_iter().flatten() {
                     prop_assert_eq!(result.kind(), crate::error::ErrorKind::Protocol);
                     prop_assert!(result.is_retryable());
