@@ -442,3 +442,74 @@ async fn bucket_level_extras() {
     let r = send(a, "PUT", "/b2/k", &[("Transfer-Encoding", "chunked"), ("Content-Length", "0")], b"0\r\n\r\n").await;
     assert_eq!(r.status, Some(501));
 }
+
+/// Objects stored as S3 holds them after each kind of upload: one algorithm, full-object or
+/// composite (`<b64>-N`, `COMPOSITE`); GET `?partNumber=N` answers the part with its own
+/// checksum; GetObjectAttributes lists parts page by page, ETag unquoted; corrupt_object
+/// damages the bytes but not the checksum; set_reject_attributes answers 501.
+#[tokio::test]
+async fn stored_checksums_parts_and_attributes() {
+    use gantry_faults::ObjectChecksum;
+    let s = FaultServer::start();
+    let a = s.addr();
+    let body = data(30_000, 7);
+    let sizes = vec![10_000, 10_000, 10_000];
+    let mode = ("x-amz-checksum-mode", "ENABLED");
+    for algo in ChecksumAlgo::ALL {
+        s.insert_object_with("b", "single", Bytes::from(body.clone()), &ObjectChecksum::single(algo));
+        let g = send(a, "GET", "/b/single", &[mode], b"").await.ok();
+        assert_eq!(g.header(algo.header()), Some(algo.encoded(&body).as_str()), "{algo:?}");
+        assert_eq!(g.header("x-amz-checksum-type"), Some("FULL_OBJECT"));
+        let others = ChecksumAlgo::ALL.into_iter().filter(|o| *o != algo);
+        assert!(others.clone().all(|o| g.header(o.header()).is_none()), "{algo:?}: one algorithm only");
+
+        let parts = ObjectChecksum::multipart(algo, sizes.clone(), true);
+        s.insert_object_with("b", "multi", Bytes::from(body.clone()), &parts);
+        let part_sums: Vec<Vec<u8>> = body.chunks(10_000).map(|p| algo.compute(p)).collect();
+        let g = send(a, "GET", "/b/multi", &[mode], b"").await.ok();
+        assert_eq!(g.header(algo.header()), Some(algo.composite(&part_sums).as_str()), "{algo:?}");
+        assert_eq!(g.header("x-amz-checksum-type"), Some("COMPOSITE"));
+        assert!(s.object_etag("b", "multi").unwrap().ends_with("-3\""));
+
+        let p = send(a, "GET", "/b/multi?partNumber=2", &[mode], b"").await.ok();
+        assert_eq!(p.status, Some(206));
+        assert_eq!(p.body, &body[10_000..20_000]);
+        assert_eq!(p.header("content-range"), Some("bytes 10000-19999/30000"));
+        assert_eq!(p.header("x-amz-mp-parts-count"), Some("3"));
+        assert_eq!(p.header(algo.header()), Some(algo.encoded(&body[10_000..20_000]).as_str()));
+        let p = send(a, "GET", "/b/multi?partNumber=4", &[], b"").await.ok();
+        assert_eq!(p.status, Some(416));
+
+        let attrs = [("x-amz-object-attributes", "ETag,Checksum,ObjectParts,ObjectSize"), ("x-amz-max-parts", "2")];
+        let r = send(a, "GET", "/b/multi?attributes", &attrs, b"").await.ok();
+        assert_eq!(r.status, Some(200));
+        let doc = r.text();
+        let etag = s.object_etag("b", "multi").unwrap();
+        assert_eq!(xml_field(&doc, "ETag").as_deref(), Some(etag.trim_matches('"')));
+        assert_eq!(xml_field(&doc, "ChecksumType").as_deref(), Some("COMPOSITE"));
+        assert_eq!(xml_field(&doc, "IsTruncated").as_deref(), Some("true"));
+        assert_eq!(xml_field(&doc, "NextPartNumberMarker").as_deref(), Some("2"));
+        assert_eq!(xml_field(&doc, "PartsCount").as_deref(), Some("3"));
+        assert_eq!(xml_fields(&doc, "Size"), ["10000", "10000"]);
+        assert_eq!(xml_field(&doc, "ObjectSize").as_deref(), Some("30000"));
+        let element = format!("Checksum{}", algo.name());
+        let listed = xml_fields(&doc, &element);
+        assert_eq!(listed[0], algo.composite(&part_sums), "{algo:?}: the object's value first");
+        assert_eq!(&listed[1..], [algo.encode(&part_sums[0]), algo.encode(&part_sums[1])]);
+        let more = [attrs[0], attrs[1], ("x-amz-part-number-marker", "2")];
+        let doc = send(a, "GET", "/b/multi?attributes", &more, b"").await.ok().text();
+        assert_eq!(xml_field(&doc, "IsTruncated").as_deref(), Some("false"));
+        assert_eq!(xml_fields(&doc, "PartNumber"), ["3"]);
+    }
+
+    s.corrupt_object("b", "single", 5);
+    let g = send(a, "GET", "/b/single", &[mode], b"").await.ok();
+    assert_ne!(g.body, body, "the stored bytes are damaged");
+    let algo = ChecksumAlgo::Sha256;
+    assert_eq!(g.header(algo.header()), Some(algo.encoded(&body).as_str()), "the checksum is not");
+
+    s.set_reject_attributes(true);
+    let r = send(a, "GET", "/b/multi?attributes", &[("x-amz-object-attributes", "ObjectParts")], b"").await.ok();
+    assert_eq!((r.status, xml_field(&r.text(), "Code").as_deref()), (Some(501), Some("NotImplemented")));
+    assert_eq!(s.request_count(Op::Other), 11);
+}
