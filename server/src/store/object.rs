@@ -460,7 +460,10 @@ pub(super) async fn get_object_attributes(
 ) -> S3Result<S3Response<GetObjectAttributesOutput>> {
     let input = req.input;
     let rec = store.open_object(&input.bucket, &input.key).await?;
-    let wants = |name: &str| input.object_attributes.iter().any(|a| a.as_str().eq_ignore_ascii_case(name));
+    // One header may carry them all, comma-separated (`x-amz-object-attributes: ETag,Checksum`).
+    let wants = |name: &str| {
+        input.object_attributes.iter().flat_map(|a| a.as_str().split(',')).any(|a| a.trim().eq_ignore_ascii_case(name))
+    };
     let meta = &rec.meta;
     let mut out = GetObjectAttributesOutput { last_modified: Some(timestamp(rec.modified)), ..Default::default() };
     if wants(ObjectAttributes::ETAG) {
