@@ -1,6 +1,7 @@
 //! Test support: real S3-compatible servers (the embedded s3s-fs server in-process, MinIO as a
 //! process), clients configured for them, data patterns and a deadline so no test can hang.
 
+pub mod keys;
 pub mod suite;
 
 /// Declares one `#[test]` per conformance case, each running `suite::<case>` against the
@@ -15,12 +16,18 @@ macro_rules! conformance_tests {
             list_pages_and_delete, wrong_credentials_fail_fast, cancelled_upload_leaves_nothing,
             signed_payloads, stream_backpressure, ranged_reads, checksum_modes,
             special_file_destinations, download_to_writer);
+        $crate::conformance_tests!(@cases $backend; keys:
+            awkward_keys_round_trip, colliding_keys_stay_apart, keys_stay_in_their_bucket,
+            awkward_key_multipart);
     };
-    (@cases $backend:expr; $($case:ident),*) => {$(
+    (@cases $backend:expr; $($case:ident),*) => {
+        $crate::conformance_tests!(@cases $backend; suite: $($case),*);
+    };
+    (@cases $backend:expr; $module:ident: $($case:ident),*) => {$(
         #[test]
         fn $case() {
             let Some(backend) = $backend else { return };
-            $crate::with_deadline(std::time::Duration::from_secs(120), move || $crate::suite::$case(&backend));
+            $crate::with_deadline(std::time::Duration::from_secs(120), move || $crate::$module::$case(&backend));
         }
     )*};
 }
