@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use gantry::{parse_size, Addressing, Client, ClientConfig, CredentialsSource, MetricsSnapshot, PutOptions};
+use gantry::{
+    parse_size, Addressing, Client, ClientConfig, CredentialsSource, MetricsSnapshot, PutOptions, Verification,
+};
 
 use crate::interrupt::Interrupt;
 use crate::progress::{Direction, Progress};
@@ -201,6 +203,7 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
     let start = Instant::now();
     let before = client.metrics();
     let show = !(args.quiet || args.json);
+    let mut verification = None;
     let (bytes, direction) = match (src, dst) {
         (Location::S3 { bucket, key }, Location::Local(path)) => {
             if key.is_empty() {
@@ -219,14 +222,17 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
             if !parent.is_dir() {
                 return Err(format!("cannot write {}: {} is not a directory", path.display(), parent.display()).into());
             }
-            let total = client.block_on(client.head_object(&bucket, &key)).ok().map(|i| i.size);
-            let progress = Progress::start(&client, total, Direction::Download, show);
+            let progress = Progress::start(&client, None, Direction::Download, show);
             let info = interrupt.run(&client, client.download_to_file(&bucket, &key, &path))??;
             progress.finish(info.size);
+            verification = info.verification;
             (info.size, "download")
         }
         (Location::S3 { bucket, key }, Location::Std) => {
+            // A mismatch found at the end leaves the bytes written (they were streamed in
+            // order); the error, and so exit status 1, is then the caller's signal.
             let info = interrupt.run(&client, client.download_to_writer(&bucket, &key, std::io::stdout()))??;
+            verification = info.verification;
             (info.size, "download")
         }
         (Location::Local(path), Location::S3 { bucket, key }) => {
@@ -273,6 +279,7 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
         let m = client.metrics().since(&before);
         let mut line = report(direction, bytes, seconds, &m);
         line["max_connections"] = client.config().max_connections().into();
+        line["checksum"] = checksum_report(verification.as_ref());
         line["credentials"] = serde_json::json!({
             "source": client.credentials_source(),
             "refreshes": m.credential_refreshes,
@@ -282,6 +289,21 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
         println!("{line}");
     }
     Ok(())
+}
+
+/// The `checksum` field of `--json`: how a download was verified (`null` for uploads, which
+/// the server checks). `{"verified": true, "algorithm": "CRC32", "parts": null}`, `parts` set
+/// for a composite checksum checked part by part; `{"verified": false, "reason": "no_checksum"}`.
+fn checksum_report(v: Option<&Verification>) -> serde_json::Value {
+    match v {
+        None => serde_json::Value::Null,
+        Some(Verification::NotVerified(reason)) => serde_json::json!({"verified": false, "reason": reason.as_str()}),
+        Some(v) => serde_json::json!({
+            "verified": true,
+            "algorithm": v.algorithm().map(|a| a.name()),
+            "parts": match v { Verification::Parts { parts, .. } => Some(*parts), _ => None },
+        }),
+    }
 }
 
 fn dest_key(key: &str, path: &Path) -> CliResult<String> {

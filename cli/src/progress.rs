@@ -37,7 +37,8 @@ const COMPLETING: &str = "{spinner} {bytes} sent; {msg} ({elapsed})";
 
 impl Progress {
     /// Shows `client`'s downloaded (or uploaded) bytes, towards `total` when it is known,
-    /// if `show` and stderr is a terminal.
+    /// if `show` and stderr is a terminal. A download's total comes from the engine as soon as
+    /// the first answer gives the object's size (no HEAD request is spent on a display).
     pub(crate) fn start(client: &Client, total: Option<u64>, direction: Direction, show: bool) -> Progress {
         let stop = Arc::new(AtomicBool::new(false));
         let started = Instant::now();
@@ -60,7 +61,11 @@ impl Progress {
                     Direction::Upload => m.bytes_uploaded,
                     Direction::Download => m.bytes_downloaded,
                 };
-                shown.set_position(done);
+                if direction == Direction::Download && m.download_bytes_expected > 0 && shown.length().is_none() {
+                    shown.set_length(m.download_bytes_expected);
+                    set_template(&shown, BAR);
+                }
+                shown.set_position(shown.length().map_or(done, |n| done.min(n)));
                 if direction == Direction::Upload && !completing && shown.length().is_some_and(|n| done >= n && n > 0) {
                     completing = true;
                     shown.set_message("completing the upload");
@@ -71,14 +76,6 @@ impl Progress {
             }
         });
         Progress { bar: Some(bar), stop, thread: Some(thread), started, direction }
-    }
-
-    /// The total became known (a download's first answer): from a counter to a bar.
-    pub(crate) fn set_total(&self, total: u64) {
-        if let Some(bar) = &self.bar {
-            bar.set_length(total);
-            set_template(bar, BAR);
-        }
     }
 
     /// Stops the display and, when it was shown, prints one summary line: bytes, time, rate.

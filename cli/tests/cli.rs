@@ -422,3 +422,45 @@ fn an_endpoint_answering_200_to_anything_is_not_a_successful_upload() {
         assert!(err.contains("not an S3 server") || err.contains("XML"), "{name}: {err}");
     }
 }
+
+/// A download asks for no HEAD (the progress total comes from the first answer), `--json`
+/// says which checksum verified the bytes or why none did, and a mismatch on `cp ... -`
+/// leaves every byte written and exits 1.
+#[test]
+fn cp_reports_verification_and_sends_no_head() {
+    use gantry_faults::{ChecksumAlgo, ObjectChecksum, Op};
+    let server = gantry_faults::FaultServer::start();
+    let body = bytes::Bytes::from(data(12 << 20));
+    server.insert_object_with("bkt", "crc32", body.clone(), &ObjectChecksum::single(ChecksumAlgo::Crc32));
+    server.insert_object("bkt", "plain", body.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let cp = |args: &[&str]| {
+        Command::new(BIN)
+            .env("AWS_ACCESS_KEY_ID", "a")
+            .env("AWS_SECRET_ACCESS_KEY", "b")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .args(["cp", "--part-size", "5MiB", "--endpoint-url", &server.endpoint()])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let json = |out: &std::process::Output| -> serde_json::Value {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let dst = dir.path().join("out");
+    let line = json(&cp(&["--json", "s3://bkt/crc32", dst.to_str().unwrap()]));
+    assert_eq!(line["checksum"], serde_json::json!({"verified": true, "algorithm": "CRC32", "parts": null}));
+    assert_eq!(std::fs::read(&dst).unwrap(), body);
+    let line = json(&cp(&["--json", "s3://bkt/plain", dst.to_str().unwrap()]));
+    // What S3 stores for every new object when the upload named no checksum.
+    assert_eq!(line["checksum"], serde_json::json!({"verified": true, "algorithm": "CRC64NVME", "parts": null}));
+    assert_eq!(server.request_count(Op::HeadObject), 0, "a download needs no HEAD");
+
+    server.corrupt_object("bkt", "crc32", 7 << 20);
+    let out = cp(&["s3://bkt/crc32", "-"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("CRC32"), "{err}");
+    assert_eq!(out.stdout.len(), body.len(), "the streamed bytes stay written");
+}

@@ -11,6 +11,7 @@ use crate::types::Verification;
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
     bytes_downloaded: AtomicU64,
+    download_bytes_expected: AtomicU64,
     bytes_uploaded: AtomicU64,
     requests: AtomicU64,
     retries: AtomicU64,
@@ -146,6 +147,10 @@ pub struct LaneSnapshot {
 pub struct MetricsSnapshot {
     /// Body bytes received from the server (including bytes of attempts that later failed).
     pub bytes_downloaded: u64,
+    /// Bytes the downloads begun so far are to deliver: each adds its object's size (or its
+    /// range's length) as soon as its first answer says it. The total of a progress display,
+    /// with no HEAD request spent to learn it.
+    pub download_bytes_expected: u64,
     /// Body bytes sent to the server (including attempts that later failed).
     pub bytes_uploaded: u64,
     /// HTTP requests sent, retries included.
@@ -200,6 +205,7 @@ impl MetricsSnapshot {
     pub fn since(&self, earlier: &MetricsSnapshot) -> MetricsSnapshot {
         MetricsSnapshot {
             bytes_downloaded: self.bytes_downloaded - earlier.bytes_downloaded,
+            download_bytes_expected: self.download_bytes_expected - earlier.download_bytes_expected,
             bytes_uploaded: self.bytes_uploaded - earlier.bytes_uploaded,
             requests: self.requests - earlier.requests,
             retries: self.retries - earlier.retries,
@@ -245,6 +251,9 @@ impl MetricsSnapshot {
 impl Metrics {
     pub(crate) fn add_downloaded(&self, n: u64) {
         self.bytes_downloaded.fetch_add(n, Relaxed);
+    }
+    pub(crate) fn add_download_expected(&self, n: u64) {
+        self.download_bytes_expected.fetch_add(n, Relaxed);
     }
     pub(crate) fn add_uploaded(&self, n: u64) {
         self.bytes_uploaded.fetch_add(n, Relaxed);
@@ -304,6 +313,7 @@ impl Metrics {
             credential_refresh_failures: cred.failures,
             credential_forced_refreshes: cred.forced,
             bytes_downloaded: self.bytes_downloaded.load(Relaxed),
+            download_bytes_expected: self.download_bytes_expected.load(Relaxed),
             bytes_uploaded: self.bytes_uploaded.load(Relaxed),
             requests: self.requests.load(Relaxed),
             retries: self.retries.load(Relaxed),

@@ -262,6 +262,8 @@ async fn run_once(
     };
     *sent = match std::mem::replace(sent, Head::Taken) {
         Head::Wanted(tx) => {
+            // Counted once per download, not again on a rerun.
+            shared.metrics.add_download_expected(limit - start);
             tx.send(info.clone()).map_err(|_| Error::cancelled(OP))?;
             Head::Sent(info)
         }
