@@ -115,9 +115,10 @@ pub struct RetryConfig {
     /// Cap for a single backoff wait.
     pub max_backoff: Duration,
     /// Size of the client-wide retry token bucket. A retry costs 5 tokens (10 after a
-    /// timeout), a success returns what its retries took (or 1 token for a first-attempt
-    /// success). An empty bucket means the endpoint is failing broadly: requests then fail
-    /// instead of retrying, so a sick endpoint is not hammered. 0 disables the bucket.
+    /// timeout; nothing for the immediate retry after a lone connection fault), a success
+    /// returns what its retries took (or 1 token for a first-attempt success). An empty
+    /// bucket means the endpoint is failing broadly: requests then fail instead of retrying,
+    /// so a sick endpoint is not hammered. 0 disables the bucket.
     pub budget_tokens: u32,
 }
 
