@@ -9,11 +9,20 @@ every round. A runner reports bytes, wall seconds and CPU seconds of its transfe
 harness adds the runner's peak RSS (wait4). Output: a Markdown table per scenario and the
 gantry/peer ratios, min-median-max over rounds, each ratio taken within one round.
 
+The faults-get scenario measures recovery: the bulk-get downloads from two servers side by
+side, a clean one and one that answers every 50th GET with 503 SlowDown and resets every 40th
+GET body midway (the profile of benches/faults_1gib.sh). In every round each client runs
+against both, one after the other; its figure is its *slowdown*, faulty wall time / its own
+clean wall time in that round, so a client is judged against itself, not against the others'
+speed. faults-s3like-get is the same with S3-like shaping: unshaped, the loopback run is
+bound by CPU and a recovery's latency mostly hides behind the other connections' work;
+shaped, every wait a recovery adds shows.
+
 The tls-* scenarios serve HTTPS with a throwaway CA (gantry-fault-server --tls-self-signed);
 every client trusts that CA (gantry's ca_bundle, the CRT's trust store override, obstore's
 root_certificate, curl --cacert) and none turns verification off.
 
-    benches/run.sh [--scenarios bulk-get,s3like-get,...] [--rounds N] [--clients gantry,crt,obstore] [--smoke]
+    benches/run.sh [--scenarios bulk-get,s3like-get,faults-get,...] [--rounds N] [--clients gantry,crt,obstore] [--smoke]
     benches/run.sh --runner gantry-b=/path/to/other/gantry-bench --clients gantry,gantry-b --base gantry-b
 
 Run it through benches/run.sh, which builds the binaries and installs the peers first.
@@ -40,6 +49,8 @@ MIB = 1 << 20
 PART = 8 * MIB
 S3_TTFB_MS = 20
 S3_CONN_MBPS = 25.0  # MB/s (10^6) per connection
+# The fault profile of faults-get (and benches/faults_1gib.sh): gantry-fault-server --fault specs.
+FAULT_PROFILE = ["503,op=GetObject,every=50", "reset-mid,op=GetObject,every=40"]
 
 
 def scenarios(scale, workdir):
@@ -62,6 +73,16 @@ def scenarios(scale, workdir):
             shaping={}, connections=16, preload=[(bulk_keys, big)],
             workloads=[dict(name="get", op="get", keys=bulk_keys, size=big, in_flight=8)],
             floor=bulk_keys[0]),
+        "faults-get": dict(
+            about=f"bulk-get (8 x {big // MIB} MiB GETs, no shaping, 16 connections) from a clean server and "
+                  "from one with a 503 SlowDown every 50 GETs and a reset mid-body every 40 GETs",
+            shaping={}, connections=16, preload=[(bulk_keys, big)], faults=FAULT_PROFILE,
+            workloads=[dict(name="get", op="get", keys=bulk_keys, size=big, in_flight=8)]),
+        "faults-s3like-get": dict(
+            about=f"faults-get with S3-like shaping (first byte 20 ms, 25 MB/s per connection): the same "
+                  f"8 x {big // MIB} MiB GETs and faults, bound by latency instead of CPU",
+            shaping=s3, connections=16, preload=[(bulk_keys, big)], faults=FAULT_PROFILE,
+            workloads=[dict(name="get", op="get", keys=bulk_keys, size=big, in_flight=8)]),
         "tls-bulk-get": dict(
             about=f"bulk-get over HTTPS: 8 x {big // MIB} MiB GETs, no shaping, 16 connections",
             tls=True, shaping={}, connections=16, preload=[(bulk_keys, big)],
@@ -113,8 +134,10 @@ class Server:
     """A gantry-fault-server process with the scenario's shaping; over HTTPS with a fresh CA
     (`self.ca`, else None) when `tls`."""
 
-    def __init__(self, shaping, workdir, tls=False):
+    def __init__(self, shaping, workdir, tls=False, faults=(), name="server"):
         args = [os.path.join(BIN, "gantry-fault-server"), "--port", "0"]
+        for f in faults:
+            args += ["--fault", f]
         self.ca, self.ssl = None, None
         if tls:
             args += ["--tls-self-signed", os.path.join(workdir, "tls")]
@@ -123,7 +146,7 @@ class Server:
             args += ["--first-byte-ms", str(shaping["first_byte_ms"])]
         if shaping.get("conn_rate_mbps"):
             args += ["--conn-rate-mbps", str(shaping["conn_rate_mbps"])]
-        self.log = open(os.path.join(workdir, "server.out"), "w+")
+        self.log = open(os.path.join(workdir, f"{name}.out"), "w+")
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         for _ in range(100):
             self.log.seek(0)
@@ -150,9 +173,13 @@ class Server:
             return int(r.headers["Content-Length"])
 
     def stop(self):
+        """Stops the server; returns its closing summary (requests and faults fired), if any."""
         self.proc.terminate()
         self.proc.wait()
+        self.log.seek(0)
+        lines = [l for l in self.log.read().splitlines() if l.startswith("{")]
         self.log.close()
+        return json.loads(lines[-1]) if lines else {}
 
 
 def run_measured(argv, env=None):
@@ -197,7 +224,69 @@ def check_uploads(sc, server):
                 raise SystemExit(f"{k}: server holds {got} bytes, expected {want}")
 
 
+def run_paired(name, sc, clients, rounds, workdir, settings):
+    """faults-get: every client against a clean and a faulty server in each round, the two
+    runs back to back (which goes first alternates by round, the order of clients rotates);
+    rows carry `mode` clean/faulty."""
+    clean = Server(sc["shaping"], workdir, name="clean")
+    faulty = None
+    rows = []
+    try:
+        faulty = Server(sc["shaping"], workdir, faults=sc["faults"], name="faulty")
+        for server in (clean, faulty):
+            preload(sc, server)
+        specs = {m: json.dumps(spec_for(sc, srv, settings)) for m, srv in (("clean", clean), ("faulty", faulty))}
+        for r in range(rounds + 1):  # round 0 warms up and is not counted
+            order = clients[r % len(clients):] + clients[:r % len(clients)]
+            for c in order:
+                for mode in ("clean", "faulty") if r % 2 else ("faulty", "clean"):
+                    out, ru = run_measured(RUNNERS[c] + [specs[mode]])
+                    res = json.loads(out.strip().splitlines()[-1])
+                    res.update(who=c, round=r, mode=mode, max_rss_kib=ru.ru_maxrss)
+                    if r > 0:
+                        rows.append(res)
+                    print(f"  {name} round {r} {c} {mode}: {res['bytes'] / MIB / res['seconds']:.0f} MiB/s, "
+                          f"{res['cpu_s'] / (res['bytes'] / (1 << 30)):.3f} CPU s/GiB", file=sys.stderr)
+    finally:
+        clean.stop()
+        summary = faulty.stop() if faulty else {}
+    sc["fault_summary"] = summary
+    return rows
+
+
+def report_paired(name, sc, rows, clients):
+    gib = lambda r: r["bytes"] / (1 << 30)
+    out = [f"### {name}", "", sc["about"], "",
+           "| client | clean s (median) | faulty s (median) | slowdown faulty/clean (min – median – max) "
+           "| s added by faults (median) | CPU s/GiB clean | CPU s/GiB faulty | peak RSS MiB (max) |",
+           "|---|---|---|---|---|---|---|---|"]
+    for c in clients:
+        rs = {m: [r for r in rows if r["who"] == c and r["mode"] == m] for m in ("clean", "faulty")}
+        if not rs["clean"] or not rs["faulty"]:
+            continue
+        slow, added = [], []
+        for rnd in sorted({r["round"] for r in rs["clean"]}):
+            cl = next(r for r in rs["clean"] if r["round"] == rnd)
+            fa = next((r for r in rs["faulty"] if r["round"] == rnd), None)
+            if fa:
+                slow.append(fa["seconds"] / cl["seconds"])
+                added.append(fa["seconds"] - cl["seconds"])
+        cells = [c, f"{st.median(r['seconds'] for r in rs['clean']):.2f}",
+                 f"{st.median(r['seconds'] for r in rs['faulty']):.2f}", rng(slow), f"{st.median(added):+.2f}",
+                 f"{st.median(r['cpu_s'] / gib(r) for r in rs['clean']):.3f}",
+                 f"{st.median(r['cpu_s'] / gib(r) for r in rs['faulty']):.3f}",
+                 f"{max(r['max_rss_kib'] for r in rs['clean'] + rs['faulty']) / 1024:.0f}"]
+        out.append("| " + " | ".join(cells) + " |")
+    s = sc.get("fault_summary") or {}
+    if s:
+        out += ["", f"faulty server, all runs: {s.get('by_op', {}).get('GetObject', 0)} GETs, "
+                    f"{s.get('faults_fired', 0)} faults fired"]
+    return "\n".join(out) + "\n"
+
+
 def run_scenario(name, sc, clients, rounds, workdir, settings):
+    if "faults" in sc:
+        return run_paired(name, sc, clients, rounds, workdir, settings)
     if "src_file" in sc:
         path, size = sc["src_file"]
         if not os.path.exists(path) or os.path.getsize(path) != size:
@@ -246,6 +335,8 @@ def rng(xs, fmt="{:.2f}"):
 
 
 def report(name, sc, rows, clients, base="gantry"):
+    if "faults" in sc:
+        return report_paired(name, sc, rows, clients)
     gib = lambda r: r["bytes"] / (1 << 30)
     mibs = lambda r: r["bytes"] / MIB / r["seconds"]
     cpg = lambda r: r["cpu_s"] / gib(r)

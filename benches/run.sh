@@ -5,6 +5,7 @@
 #
 #   benches/run.sh                                   # every scenario, 3 rounds after a warm-up
 #   benches/run.sh --scenarios bulk-get --rounds 5   # one scenario
+#   benches/run.sh --scenarios faults-get --rounds 3 # recovery: slowdown under 503s and resets
 #   benches/run.sh --smoke                           # tiny sizes, one round: does it still run?
 #   benches/run.sh --out BENCHMARKS-latest.md        # also write the tables to a file
 set -euo pipefail

@@ -73,6 +73,15 @@ pub struct Timeouts {
     /// Deadline for a whole transfer (a download, an upload, one listing page), retries
     /// included. `None` (the default): only the per-request timeouts above bound it.
     pub operation: Option<Duration>,
+    /// Until the endpoint has answered this client once, the total time spent waiting on it
+    /// without any answer (connecting, sending, waiting for a response head), summed over
+    /// attempts and requests. Reaching it fails the request with a final
+    /// [`ErrorKind::Timeout`](crate::ErrorKind::Timeout) saying "no response from
+    /// <endpoint> in N s over K attempts", instead of every request spending its full
+    /// timeouts on every attempt. Each such attempt waits at most a quarter of it (the first
+    /// two) or half of it (later ones). After the endpoint's first answer, of any status, the
+    /// regular timeouts and retries apply. Default 20 s; zero turns the bound off.
+    pub no_response: Duration,
 }
 
 impl Default for Timeouts {
@@ -88,6 +97,10 @@ impl Default for Timeouts {
             min_throughput_window: Duration::from_secs(20),
             pool_idle: Duration::from_secs(15),
             operation: None,
+            // A silent endpoint fails in 20 s over 3 attempts (5 + 5 + 10 s) rather than
+            // 5 x 30 s per request: an endpoint that accepted connections and never said a
+            // word is almost always a wrong address, not a slow S3.
+            no_response: Duration::from_secs(20),
         }
     }
 }
@@ -102,9 +115,10 @@ pub struct RetryConfig {
     /// Cap for a single backoff wait.
     pub max_backoff: Duration,
     /// Size of the client-wide retry token bucket. A retry costs 5 tokens (10 after a
-    /// timeout), a success returns what its retries took (or 1 token for a first-attempt
-    /// success). An empty bucket means the endpoint is failing broadly: requests then fail
-    /// instead of retrying, so a sick endpoint is not hammered. 0 disables the bucket.
+    /// timeout; nothing for the immediate retry after a lone connection fault), a success
+    /// returns what its retries took (or 1 token for a first-attempt success). An empty
+    /// bucket means the endpoint is failing broadly: requests then fail instead of retrying,
+    /// so a sick endpoint is not hammered. 0 disables the bucket.
     pub budget_tokens: u32,
 }
 

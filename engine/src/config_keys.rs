@@ -34,6 +34,10 @@ pub const CONFIG_KEYS: &[(&str, &str)] = &[
     ("min_throughput_bytes_per_sec", "integer, 0 disables the floor"),
     ("min_throughput_window_ms", "milliseconds"),
     ("operation_timeout_ms", "milliseconds, 0 = no deadline"),
+    (
+        "no_response_timeout_ms",
+        "milliseconds waited in total on an endpoint that has never answered before failing (default 20000, 0 = off)",
+    ),
     ("max_attempts", "integer"),
     ("retry_budget_tokens", "integer, 0 disables the bucket"),
     ("checksum_algorithm", "crc64nvme/crc32c"),
@@ -148,6 +152,10 @@ impl ClientConfigBuilder {
                 self.timeouts_mut().operation = (!d.is_zero()).then_some(d);
                 self
             }
+            "no_response_timeout_ms" => {
+                self.timeouts_mut().no_response = millis(key, value)?;
+                self
+            }
             "retry_budget_tokens" => {
                 self.retry_mut().budget_tokens = num(key, value)?;
                 self
@@ -244,6 +252,7 @@ mod tests {
             .and_then(|b| b.set("connect_timeout_ms", "1500"))
             .and_then(|b| b.set("max_connections", "7"))
             .and_then(|b| b.set("tcp_recv_buffer", "256KiB"))
+            .and_then(|b| b.set("no_response_timeout_ms", "4500"))
             .unwrap()
             .build()
             .unwrap();
@@ -251,6 +260,9 @@ mod tests {
         assert_eq!(c.max_connections(), 7);
         assert_eq!(c.tcp_recv_buffer_bytes, Some(256 << 10));
         assert_eq!(c.timeouts.connect, std::time::Duration::from_millis(1500));
+        assert_eq!(c.timeouts.no_response, std::time::Duration::from_millis(4500));
+        let defaults = ClientConfig::builder().ignore_environment().build().unwrap();
+        assert_eq!(defaults.timeouts.no_response, std::time::Duration::from_secs(20));
         assert!(
             matches!(&c.credentials, crate::CredentialsSource::Static(k) if k.access_key_id == "AK" && k.secret_access_key == "SK")
         );

@@ -9,6 +9,7 @@ pub(crate) mod lanes;
 pub(crate) mod pool;
 pub(crate) mod proxy;
 pub(crate) mod request_body;
+pub(crate) mod silence;
 pub(crate) mod trust;
 
 use std::sync::atomic::Ordering::Relaxed;
@@ -23,6 +24,7 @@ pub(crate) use connector::{Authority, Connector};
 pub(crate) use lanes::Lanes;
 use pool::{Pool, PooledConn};
 pub(crate) use request_body::RequestBody;
+use silence::Silence;
 
 use crate::config::Timeouts;
 use crate::error::{Error, ErrorKind, Operation};
@@ -33,6 +35,8 @@ use crate::metrics::Metrics;
 pub(crate) struct HttpClient {
     pool: Arc<Pool>,
     timeouts: Timeouts,
+    /// Caps and budgets waits until the endpoint has answered once (see [`silence`]).
+    silence: Silence,
     metrics: Arc<Metrics>,
 }
 
@@ -100,18 +104,39 @@ impl HttpClient {
         HttpClient {
             pool: Pool::new(connector, lanes, timeouts.pool_idle, metrics.clone()),
             timeouts: timeouts.clone(),
+            silence: Silence::new(timeouts.no_response),
             metrics,
         }
     }
 
     /// Sends `req` and waits for the response head. The body is read through [`Body`].
+    ///
+    /// Until the endpoint has answered once, every wait on it is capped and counted against
+    /// the no-response bound (see [`silence`]).
     pub(crate) async fn send(
         &self,
         authority: &Authority,
         req: http::Request<RequestBody>,
         op: Operation,
     ) -> Result<http::Response<Body>, Error> {
-        let mut conn = self.pool.checkout(authority, op).await?;
+        let silent_cap = self.silence.attempt_cap();
+        let started = Instant::now();
+        let mut conn = match silent_cap {
+            None => self.pool.checkout(authority, op).await?,
+            Some(cap) => match tokio::time::timeout(cap, self.pool.checkout(authority, op)).await {
+                Ok(Ok(conn)) => conn,
+                Ok(Err(e)) if e.kind() == ErrorKind::Timeout => return Err(self.silent(e, started, authority, op)),
+                Ok(Err(e)) => return Err(e),
+                Err(_) => {
+                    let e = Error::new(
+                        ErrorKind::Timeout,
+                        op,
+                        format!("no connection within {cap:?} (capped until the endpoint answers)"),
+                    );
+                    return Err(self.silent(e, started, authority, op));
+                }
+            },
+        };
         let mut req = req;
         match self.pool.connector.forward_proxy(authority) {
             // Absolute form (as signed) to a forwarding proxy, with its credentials.
@@ -138,10 +163,17 @@ impl HttpClient {
         // between slices); once it is all out, the first-byte timeout runs.
         let response = loop {
             let (last, done) = progress.last();
-            let (limit, what) = match done {
+            let (mut limit, mut what) = match done {
                 true => (self.timeouts.first_byte, "no response head within the first-byte timeout"),
                 false => (self.timeouts.read_idle, "the request body stopped going out (read-idle timeout)"),
             };
+            if let Some(cap) = silent_cap.filter(|cap| *cap < limit) {
+                limit = cap;
+                what = match done {
+                    true => "no response head (wait capped until the endpoint answers)",
+                    false => "the request body stopped going out (wait capped until the endpoint answers)",
+                };
+            }
             let deadline = tokio::time::Instant::from_std(last + limit);
             // While the body is going out, look again often: the clock to apply changes
             // when the last slice leaves.
@@ -159,11 +191,16 @@ impl HttpClient {
                 },
                 _ = tokio::time::sleep_until(wake) => {
                     if progress.last() == (last, done) && tokio::time::Instant::now() >= deadline {
-                        return Err(Error::new(ErrorKind::Timeout, op, format!("{what} ({limit:?})")));
+                        let e = Error::new(ErrorKind::Timeout, op, format!("{what} ({limit:?})"));
+                        return Err(match silent_cap {
+                            Some(_) => self.silent(e, last, authority, op),
+                            None => e,
+                        });
                     }
                 }
             }
         };
+        self.silence.answered();
         self.metrics.add_uploaded(upload_len);
         conn.lane().bytes_uploaded.fetch_add(upload_len, Relaxed);
         let (parts, incoming) = response.into_parts();
@@ -179,6 +216,12 @@ impl HttpClient {
             metrics: self.metrics.clone(),
         };
         Ok(http::Response::from_parts(parts, body))
+    }
+
+    /// A wait since `since` on an endpoint that never answered ended in `timeout`: counts it,
+    /// and gives the final no-response error instead once the bound is reached.
+    fn silent(&self, timeout: Error, since: Instant, authority: &Authority, op: Operation) -> Error {
+        self.silence.record(since, authority, op).unwrap_or(timeout)
     }
 }
 

@@ -13,8 +13,13 @@ pub(crate) fn ceiling(base: Duration, max: Duration, retry: u32) -> Duration {
 }
 
 /// A random wait in `[0, ceiling)` drawn from `rng`.
+#[cfg(test)]
 pub(crate) fn full_jitter(rng: &mut impl Rng, base: Duration, max: Duration, retry: u32) -> Duration {
-    let top = ceiling(base, max, retry);
+    below(rng, ceiling(base, max, retry))
+}
+
+/// A random wait in `[0, top)` drawn from `rng` (zero when `top` is).
+pub(crate) fn below(rng: &mut impl Rng, top: Duration) -> Duration {
     if top.is_zero() {
         return top;
     }

@@ -4,7 +4,21 @@
 //! of a part already arrived), hand each failure to [`Retry::on_error`], which either sleeps
 //! the backoff and lets the loop go on or gives the error back as final, and report the
 //! success with [`Retry::succeeded`]. The decision is made from [`Error::is_retryable`], the
-//! attempt count and the client-wide [`budget::RetryBudget`]: typed errors, never message text.
+//! error's [`ErrorKind`], the attempt count and the client-wide [`budget::RetryBudget`]: typed
+//! errors, never message text.
+//!
+//! Two kinds of failure are told apart:
+//!
+//! - A **connection fault** ([`ErrorKind::Transport`]: the connection was reset or closed
+//!   while the request or its answer was on the wire) says nothing about the endpoint's load:
+//!   one TCP connection died. The first one of a request is retried at once, on another
+//!   connection (the broken one is never reused), with no backoff and no budget charge; a
+//!   ranged GET resumes from its first byte not yet received. The attempt still counts
+//!   towards `max_attempts`.
+//! - Everything else that is retryable (throttling, 5xx, timeouts, protocol errors), and a
+//!   connection fault that follows another one on the same request, backs off with full
+//!   jitter and pays for the retry from the budget: an endpoint that is slow, throttling, or
+//!   breaking every connection is given room instead of being hammered.
 
 pub(crate) mod backoff;
 pub(crate) mod budget;
@@ -30,17 +44,35 @@ impl RetryPolicy {
     }
 }
 
+/// What to do after a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    /// Give the error back as final.
+    Fail,
+    /// The budget refused the retry.
+    BudgetExhausted,
+    /// Retry at once (a lone connection fault): no wait, no tokens.
+    Immediate,
+    /// Retry after a full-jitter wait below `ceiling`, paying `cost` tokens.
+    Backoff { ceiling: std::time::Duration, cost: u32 },
+}
+
 /// Retry state of one logical request.
 #[derive(Debug)]
 pub(crate) struct Retry<'a> {
     policy: &'a RetryPolicy,
     attempt: u32,
+    /// Retries that backed off so far: the exponent of the next backoff (immediate retries
+    /// after connection faults do not raise it).
+    backoffs: u32,
+    /// Whether the previous attempt ended in a connection fault.
+    after_connection_fault: bool,
     spent: u32,
 }
 
 impl<'a> Retry<'a> {
     pub(crate) fn new(policy: &'a RetryPolicy) -> Self {
-        Retry { policy, attempt: 0, spent: 0 }
+        Retry { policy, attempt: 0, backoffs: 0, after_connection_fault: false, spent: 0 }
     }
 
     /// 0 for the first attempt, then 1, 2, ...
@@ -48,33 +80,159 @@ impl<'a> Retry<'a> {
         self.attempt
     }
 
-    /// Sleeps before the next attempt if `err` is retryable, attempts remain and the retry
-    /// budget allows; otherwise returns `err` as the final outcome.
-    pub(crate) async fn on_error(&mut self, err: Error) -> Result<(), Error> {
-        let metrics = &self.policy.metrics;
+    /// Decides what follows a failed attempt ending in `err` (taking budget tokens for a
+    /// retry that backs off) and updates the state for the next attempt.
+    fn decide(&mut self, err: &Error) -> Decision {
         if !err.is_retryable() || self.attempt + 1 >= self.policy.config.max_attempts {
-            metrics.add_failure(err.kind(), false);
-            return Err(err);
+            return Decision::Fail;
+        }
+        let connection_fault = err.kind() == ErrorKind::Transport;
+        let repeated = std::mem::replace(&mut self.after_connection_fault, connection_fault);
+        self.attempt += 1;
+        if connection_fault && !repeated {
+            return Decision::Immediate;
         }
         let cost = if err.kind() == ErrorKind::Timeout { budget::TIMEOUT_RETRY_COST } else { budget::RETRY_COST };
         if !self.policy.budget.try_take(cost) {
-            metrics.add_failure(err.kind(), false);
-            metrics.add_budget_exhausted();
-            tracing::debug!(error = %err, "retry budget exhausted; failing instead of retrying");
-            return Err(err);
+            return Decision::BudgetExhausted;
         }
         self.spent += cost;
-        metrics.add_failure(err.kind(), true);
         let config = &self.policy.config;
-        let wait = backoff::full_jitter(&mut rand::rng(), config.initial_backoff, config.max_backoff, self.attempt);
-        tracing::debug!(attempt = self.attempt, ?wait, error = %err, "retrying");
-        self.attempt += 1;
-        tokio::time::sleep(wait).await;
-        Ok(())
+        let ceiling = backoff::ceiling(config.initial_backoff, config.max_backoff, self.backoffs);
+        self.backoffs += 1;
+        Decision::Backoff { ceiling, cost }
+    }
+
+    /// Waits before the next attempt if `err` is retryable, attempts remain and the retry
+    /// budget allows (no wait after a lone connection fault, see the module docs); otherwise
+    /// returns `err` as the final outcome.
+    pub(crate) async fn on_error(&mut self, err: Error) -> Result<(), Error> {
+        let metrics = &self.policy.metrics;
+        match self.decide(&err) {
+            Decision::Fail => {
+                metrics.add_failure(err.kind(), false);
+                Err(err)
+            }
+            Decision::BudgetExhausted => {
+                metrics.add_failure(err.kind(), false);
+                metrics.add_budget_exhausted();
+                tracing::debug!(error = %err, "retry budget exhausted; failing instead of retrying");
+                Err(err)
+            }
+            Decision::Immediate => {
+                metrics.add_failure(err.kind(), true);
+                tracing::debug!(attempt = self.attempt, error = %err, "connection fault; retrying at once");
+                Ok(())
+            }
+            Decision::Backoff { ceiling, cost } => {
+                metrics.add_failure(err.kind(), true);
+                let wait = backoff::below(&mut rand::rng(), ceiling);
+                tracing::debug!(attempt = self.attempt, ?wait, cost, error = %err, "retrying");
+                tokio::time::sleep(wait).await;
+                Ok(())
+            }
+        }
     }
 
     /// Reports success: returns the tokens this request's retries spent, or earns one.
     pub(crate) fn succeeded(self) {
         self.policy.budget.give(if self.spent > 0 { self.spent } else { budget::SUCCESS_REWARD });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::error::Operation;
+
+    fn policy(max_attempts: u32, budget_tokens: u32) -> RetryPolicy {
+        let config = RetryConfig {
+            max_attempts,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(20),
+            budget_tokens,
+        };
+        RetryPolicy::new(config, Arc::new(Metrics::default()))
+    }
+
+    fn err(kind: ErrorKind) -> Error {
+        Error::new(kind, Operation::GetObject, "test")
+    }
+
+    /// Virtual time `on_error` took (the clock is paused: sleeps advance it exactly).
+    async fn timed(retry: &mut Retry<'_>, kind: ErrorKind) -> (Result<(), Error>, Duration) {
+        let t0 = tokio::time::Instant::now();
+        let r = retry.on_error(err(kind)).await;
+        (r, t0.elapsed())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reset_retries_at_once_and_free() {
+        let p = policy(5, 100);
+        let mut retry = Retry::new(&p);
+        let (r, waited) = timed(&mut retry, ErrorKind::Transport).await;
+        assert!(r.is_ok());
+        assert_eq!(waited, Duration::ZERO, "a lone connection fault must not back off");
+        assert_eq!(p.budget.available(), 100, "a lone connection fault must not cost tokens");
+        assert_eq!(retry.attempt(), 1, "it still counts as an attempt");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_second_consecutive_reset_backs_off() {
+        let p = policy(5, 100);
+        let mut retry = Retry::new(&p);
+        assert_eq!(retry.decide(&err(ErrorKind::Transport)), Decision::Immediate);
+        // The first backoff of the request: the base ceiling, not one raised by the free retry.
+        let ceiling = Duration::from_millis(100);
+        assert_eq!(retry.decide(&err(ErrorKind::Transport)), Decision::Backoff { ceiling, cost: budget::RETRY_COST });
+        assert_eq!(p.budget.available(), 100 - budget::RETRY_COST);
+        let (r, waited) = timed(&mut retry, ErrorKind::Transport).await;
+        assert!(r.is_ok());
+        assert!(waited < Duration::from_millis(200), "{waited:?}");
+        assert_eq!(p.budget.available(), 100 - 2 * budget::RETRY_COST);
+        // After another kind of failure, a reset is a lone one again.
+        let mut retry = Retry::new(&p);
+        assert!(matches!(retry.decide(&err(ErrorKind::Throttled)), Decision::Backoff { .. }));
+        assert_eq!(retry.decide(&err(ErrorKind::Transport)), Decision::Immediate);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn throttling_keeps_backing_off_and_paying() {
+        let p = policy(30, 1000);
+        let mut retry = Retry::new(&p);
+        let mut total = Duration::ZERO;
+        for n in 0..20u32 {
+            let before = p.budget.available();
+            let (r, waited) = timed(&mut retry, ErrorKind::Throttled).await;
+            assert!(r.is_ok());
+            assert!(waited < backoff::ceiling(Duration::from_millis(100), Duration::from_secs(20), n));
+            assert_eq!(before - p.budget.available(), budget::RETRY_COST);
+            total += waited;
+        }
+        assert!(total > Duration::from_secs(1), "20 throttled retries waited only {total:?}");
+        // Timeouts pay more, and also back off.
+        let mut retry = Retry::new(&p);
+        let before = p.budget.available();
+        assert!(matches!(retry.decide(&err(ErrorKind::Timeout)), Decision::Backoff { .. }));
+        assert_eq!(before - p.budget.available(), budget::TIMEOUT_RETRY_COST);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn connection_faults_still_end_at_max_attempts_and_finals_stay_final() {
+        let p = policy(3, 100);
+        let mut retry = Retry::new(&p);
+        assert!(retry.on_error(err(ErrorKind::Transport)).await.is_ok());
+        assert!(retry.on_error(err(ErrorKind::Transport)).await.is_ok());
+        let e = retry.on_error(err(ErrorKind::Transport)).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Transport);
+        let mut retry = Retry::new(&p);
+        assert!(retry.on_error(err(ErrorKind::NotFound)).await.is_err());
+        // An empty budget refuses backed-off retries but not a lone connection fault.
+        let p = policy(5, 4);
+        let mut retry = Retry::new(&p);
+        assert!(retry.on_error(err(ErrorKind::Transport)).await.is_ok());
+        assert_eq!(retry.decide(&err(ErrorKind::Throttled)), Decision::BudgetExhausted);
     }
 }
