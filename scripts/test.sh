@@ -38,6 +38,8 @@ bindings/cpp/run_tests.sh 2>&1 | tee -a "$log"
 cpp_status=${PIPESTATUS[0]}
 [[ $status -ne 0 ]] || status=$cpp_status
 echo "== Go binding (go test -race)"
+# cgo finds libgantry through pkg-config: the checkout's gantry.pc, written by scripts/build-ffi.sh.
+export PKG_CONFIG_PATH="$PWD/target/release/pkgconfig"
 (cd bindings/go && go vet ./... && go build ./... && go test -race -count=1 -v ./... && go test -tags debug -race -count=1 -v -run FinalizersUnderForcedGC ./...) 2>&1 | tee -a "$log"
 go_status=${PIPESTATUS[0]}
 [[ $status -ne 0 ]] || status=$go_status
