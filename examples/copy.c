@@ -1,6 +1,7 @@
 /* Uploads a local file to S3 and downloads it back next to it, through the C ABI.
  *   copy ENDPOINT BUCKET KEY FILE     (credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)
- * Build: cc examples/copy.c -Iinclude -Ltarget/release -Wl,-rpath,$PWD/target/release -lgantry */
+ * Build, after scripts/install.sh --prefix DIR (and PKG_CONFIG_PATH=DIR/lib/pkgconfig):
+ *   cc -o copy examples/copy.c $(pkg-config --cflags --libs gantry) */
 #include "gantry.h"
 
 #include <stdio.h>

@@ -14,6 +14,8 @@ if ! command -v valgrind >/dev/null && [[ $(id -u) == 0 ]]; then apt-get update 
 if ! command -v cmake >/dev/null || [[ ! -d /usr/include/gtest ]]; then
     if [[ $(id -u) == 0 ]]; then apt-get update -qq && apt-get install -y -qq cmake libgtest-dev; fi
 fi
+# scripts/test-install.sh links the installed library through pkg-config, as the Go binding does.
+if ! command -v pkg-config >/dev/null && [[ $(id -u) == 0 ]]; then apt-get update -qq && apt-get install -y -qq pkg-config; fi
 # The multi-NIC test builds network namespaces with ip and shapes them with tc (iproute2).
 if ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
     if [[ $(id -u) == 0 ]]; then apt-get update -qq && apt-get install -y -qq iproute2; fi
@@ -38,9 +40,15 @@ bindings/cpp/run_tests.sh 2>&1 | tee -a "$log"
 cpp_status=${PIPESTATUS[0]}
 [[ $status -ne 0 ]] || status=$cpp_status
 echo "== Go binding (go test -race)"
+# cgo finds libgantry through pkg-config: the checkout's gantry.pc, written by scripts/build-ffi.sh.
+export PKG_CONFIG_PATH="$PWD/target/release/pkgconfig"
 (cd bindings/go && go vet ./... && go build ./... && go test -race -count=1 -v ./... && go test -tags debug -race -count=1 -v -run FinalizersUnderForcedGC ./...) 2>&1 | tee -a "$log"
 go_status=${PIPESTATUS[0]}
 [[ $status -ne 0 ]] || status=$go_status
+echo "== install and use from outside the checkout (scripts/test-install.sh: pkg-config, static, CMake, Go)"
+scripts/test-install.sh 2>&1 | tee -a "$log"
+install_status=${PIPESTATUS[0]}
+[[ $status -ne 0 ]] || status=$install_status
 echo "== benchmark harness smoke (benches/run.sh --smoke: tiny sizes, one round; checks it runs, measures nothing)"
 benches/run.sh --smoke 2>&1 | tee -a "$log"
 bench_status=${PIPESTATUS[0]}

@@ -1,4 +1,4 @@
-module gantry.local/gantry
+module github.com/gantry-s3/gantry/bindings/go
 
 go 1.24
 

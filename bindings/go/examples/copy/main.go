@@ -2,6 +2,9 @@
 //
 //	go run ./examples/copy ENDPOINT BUCKET KEY FILE
 //
+// (with PKG_CONFIG_PATH naming the gantry.pc of an install prefix, or of the checkout's
+// scripts/build-ffi.sh).
+//
 // Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
 package main
 
@@ -10,7 +13,7 @@ import (
 	"fmt"
 	"os"
 
-	"gantry.local/gantry"
+	gantry "github.com/gantry-s3/gantry/bindings/go"
 )
 
 func main() {
