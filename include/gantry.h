@@ -496,7 +496,8 @@ gantry_result gantry_config_new(gantry_config **out_config, gantry_error **out_e
  max_connections, target_gbps, memory_limit, read_window, path_style, payload_signing
  (signed/unsigned), connect_timeout_ms, tls_handshake_timeout_ms, first_byte_timeout_ms,
  read_idle_timeout_ms, min_throughput_bytes_per_sec (0 disables), min_throughput_window_ms,
- operation_timeout_ms (0 = none), max_attempts, retry_budget_tokens (0 disables),
+ operation_timeout_ms (0 = none), no_response_timeout_ms (total wait on an endpoint that has
+ never answered before a request fails; default 20000, 0 disables), max_attempts, retry_budget_tokens (0 disables),
  checksum_algorithm (crc64nvme/crc32c), checksum_upload (none/header/trailer),
  verify_checksums (true/false), hedging (true/false), worker_threads, tcp_recv_buffer and
  tcp_send_buffer (sizes; unset = kernel autotuning), nic (repeat to add
