@@ -35,6 +35,8 @@ mod list;
 mod multipart;
 mod object;
 mod record;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
