@@ -70,6 +70,8 @@ pub(crate) struct ListBucketResult {
     #[serde(default)]
     pub(crate) is_truncated: bool,
     pub(crate) next_continuation_token: Option<String>,
+    /// `url` when the server applied `encoding-type=url` to keys and prefixes.
+    pub(crate) encoding_type: Option<String>,
 }
 
 /// One `<Contents>` entry.
