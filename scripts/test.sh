@@ -26,7 +26,7 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 scripts/check-header.sh
 
-echo "== tests (Rust: unit, conformance suite on s3s-fs and MinIO, CLI end to end, multi-NIC, C ABI under valgrind; then C++)"
+echo "== tests (Rust: unit, conformance suite on the embedded server and MinIO, CLI end to end, multi-NIC, C ABI under valgrind; then C++)"
 # Release mode: the multi-NIC test measures throughput, and the suites move ~1 GiB.
 # The C tests link the shared library: build it first.
 scripts/build-ffi.sh

@@ -37,7 +37,7 @@ pub(crate) fn run(args: DemoArgs) -> CliResult {
     }
     let server = gantry_server::start_background(server_config, 2)?;
     if !args.json {
-        println!("embedded S3 server (s3s-fs, SigV4 verified) at {}", server.endpoint_url());
+        println!("embedded S3 server (SigV4 verified) at {}", server.endpoint_url());
     }
     let mut builder = ClientConfig::builder();
     if let Some(ca) = &ca {

@@ -344,9 +344,19 @@ impl std::ops::Deref for PacedWorld {
 }
 
 impl PacedWorld {
-    /// Uploads `path` as `data/key` through the unpaced twin, so the object has the ETag and
-    /// metadata an upload leaves (s3s-fs hashes a file that lacks them on every GET).
+    /// Uploads `path` as `data/key` through the unpaced twin (the store has a layout of its
+    /// own: objects enter through S3, not by writing files into its directory).
     fn preload(&self, path: &std::path::Path, key: &str) {
+        self.cp_with_own_key(path.to_str().unwrap(), &format!("s3://data/{key}"));
+    }
+
+    /// Downloads `key` to `path` outside the run under test: the bytes the server holds.
+    fn fetch(&self, key: &str, path: &std::path::Path) {
+        self.cp_with_own_key(&format!("s3://data/{key}"), path.to_str().unwrap());
+    }
+
+    /// `gantry cp src dst` with a key of its own, added to the ring only meanwhile.
+    fn cp_with_own_key(&self, src: &str, dst: &str) {
         self.ring.insert("AKIAPRELOAD", "preload-secret", None);
         let out = Command::new(BIN)
             .env_clear()
@@ -356,7 +366,7 @@ impl PacedWorld {
             .env("AWS_EC2_METADATA_DISABLED", "true")
             .env("AWS_ACCESS_KEY_ID", "AKIAPRELOAD")
             .env("AWS_SECRET_ACCESS_KEY", "preload-secret")
-            // s3s-fs assembles (and hashes) a 1 GiB object inside CompleteMultipartUpload;
+            // The server assembles (and hashes) a 1 GiB object inside CompleteMultipartUpload;
             // on a loaded machine that can outlast the default 30 s first-byte timeout, and
             // a resent Complete then meets an upload that no longer exists.
             .args([
@@ -367,11 +377,11 @@ impl PacedWorld {
                 "--endpoint-url",
                 &self.twin.endpoint_url(),
             ])
-            .arg(path)
-            .arg(format!("s3://data/{key}"))
+            .arg(src)
+            .arg(dst)
             .output()
             .unwrap();
-        assert!(out.status.success(), "preload failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "cp {src} {dst} failed: {}", String::from_utf8_lossy(&out.stderr));
         self.ring.remove("AKIAPRELOAD");
     }
 }
@@ -465,7 +475,9 @@ fn long_transfers_outlive_twenty_second_credentials() {
         assert_eq!(r["credentials"]["forced_refreshes"], 0, "{name}: a refresh came too late");
     }
     assert_eq!(w.ring.refusals().total(), 0, "the server refused a key");
-    assert!(same_file(&up_src, &w.dir.path().join("s3/data/up")), "uploaded bytes differ");
+    let up_back = w.dir.path().join("up-back.bin");
+    w.fetch("up", &up_back);
+    assert!(same_file(&up_src, &up_back), "uploaded bytes differ");
     assert!(same_file(&stored, &down_dst), "downloaded bytes differ");
 }
 

@@ -1,4 +1,4 @@
-//! Test support: real S3-compatible servers (the embedded s3s-fs server in-process, MinIO as a
+//! Test support: real S3-compatible servers (the embedded server in-process, MinIO as a
 //! process), clients configured for them, data patterns and a deadline so no test can hang.
 
 pub mod keys;
@@ -52,7 +52,7 @@ pub struct Backend {
     pub endpoint: String,
     /// Access key and secret the server verifies.
     pub keys: (String, String),
-    /// Where the server keeps its data (s3s-fs only: used to check on-disk leftovers).
+    /// Where the server keeps its data (the embedded server only).
     pub root: Option<PathBuf>,
     /// The CA certificate to trust, for a backend served over TLS.
     pub ca: Option<PathBuf>,
@@ -87,15 +87,15 @@ impl Backend {
     }
 }
 
-/// The embedded s3s-fs server on a free port, with SigV4 verification, in a temp dir.
-pub fn s3s_fs() -> Backend {
+/// The embedded server (`gantry serve`) on a free port, with SigV4 verification, in a temp dir.
+pub fn embedded() -> Backend {
     let dir = tempfile::tempdir().expect("tempdir");
     let keys = (gantry_server::DEFAULT_ACCESS_KEY.to_string(), gantry_server::DEFAULT_SECRET_KEY.to_string());
     let config =
         gantry_server::ServerConfig::new(dir.path(), "127.0.0.1:0".parse().unwrap()).with_credentials(&keys.0, &keys.1);
-    let server = gantry_server::start_background(config, 2).expect("start s3s-fs");
+    let server = gantry_server::start_background(config, 2).expect("start the embedded server");
     Backend {
-        name: "s3s-fs",
+        name: "embedded",
         endpoint: server.endpoint_url(),
         keys,
         root: Some(dir.path().to_path_buf()),
@@ -104,8 +104,8 @@ pub fn s3s_fs() -> Backend {
     }
 }
 
-/// [`s3s_fs`] over HTTPS, with a certificate from a private CA the client is told to trust.
-pub fn s3s_fs_tls() -> Backend {
+/// [`embedded`] over HTTPS, with a certificate from a private CA the client is told to trust.
+pub fn embedded_tls() -> Backend {
     let dir = tempfile::tempdir().expect("tempdir");
     let certs = gantry_server::tls::self_signed(&dir.path().join("certs")).expect("certificates");
     let keys = (gantry_server::DEFAULT_ACCESS_KEY.to_string(), gantry_server::DEFAULT_SECRET_KEY.to_string());
@@ -113,10 +113,10 @@ pub fn s3s_fs_tls() -> Backend {
     let config = gantry_server::ServerConfig::new(&root, "127.0.0.1:0".parse().unwrap())
         .with_credentials(&keys.0, &keys.1)
         .with_tls(certs.tls_config());
-    let server = gantry_server::start_background(config, 2).expect("start s3s-fs over TLS");
+    let server = gantry_server::start_background(config, 2).expect("start the embedded server over TLS");
     assert!(server.endpoint_url().starts_with("https://"));
     Backend {
-        name: "s3s-fs-tls",
+        name: "embedded-tls",
         endpoint: server.endpoint_url(),
         keys,
         root: Some(root),

@@ -1,3 +1,3 @@
-//! The conformance suite against the embedded s3s-fs server (in-process, SigV4 verified).
+//! The conformance suite against the embedded server (`gantry serve`) (in-process, SigV4 verified).
 
-gantry_integration::conformance_tests!(Some(gantry_integration::s3s_fs()));
+gantry_integration::conformance_tests!(Some(gantry_integration::embedded()));

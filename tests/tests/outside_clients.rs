@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use gantry_integration::{keys::awkward_keys, pattern, s3s_fs, sha256, with_deadline, PART};
+use gantry_integration::{embedded, keys::awkward_keys, pattern, sha256, with_deadline, PART};
 
 fn repo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
@@ -77,7 +77,7 @@ fn run(py: &str, backend: &gantry_integration::Backend, mode: &str, bucket: &str
 fn boto3_and_gantry_read_each_other() {
     let Some(py) = python() else { return };
     with_deadline(std::time::Duration::from_secs(300), move || {
-        let backend = s3s_fs();
+        let backend = embedded();
         let client = backend.client(|c| c);
         let (from_boto, from_gantry) = (backend.bucket(&client), backend.bucket(&client));
         let keys = awkward_keys();

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use gantry::{Client, ErrorKind};
 use gantry_doubles::ProxyServer;
-use gantry_integration::{pattern, s3s_fs, s3s_fs_tls, with_deadline, Backend};
+use gantry_integration::{embedded, embedded_tls, pattern, with_deadline, Backend};
 
 fn round_trip(b: &Backend, client: &Client) {
     let bucket = b.bucket(client);
@@ -20,7 +20,7 @@ fn round_trip(b: &Backend, client: &Client) {
 #[test]
 fn https_goes_through_connect_tunnels() {
     with_deadline(Duration::from_secs(60), || {
-        let b = s3s_fs_tls();
+        let b = embedded_tls();
         let proxy = ProxyServer::start();
         proxy.set_basic_auth(Some(("alice", "p@ss word")));
         let url = proxy.url_with_auth("alice", "p@ss word");
@@ -43,7 +43,7 @@ fn https_goes_through_connect_tunnels() {
 #[test]
 fn http_is_forwarded_in_absolute_form() {
     with_deadline(Duration::from_secs(60), || {
-        let b = s3s_fs();
+        let b = embedded();
         let proxy = ProxyServer::start();
         let client = b.client(|c| c.proxy(proxy.url()));
         round_trip(&b, &client);
@@ -55,7 +55,7 @@ fn http_is_forwarded_in_absolute_form() {
 #[test]
 fn no_proxy_targets_connect_directly() {
     with_deadline(Duration::from_secs(60), || {
-        let b = s3s_fs();
+        let b = embedded();
         let proxy = ProxyServer::start();
         let client = b.client(|c| c.proxy(proxy.url()).no_proxy("localhost,127.0.0.0/8"));
         round_trip(&b, &client);

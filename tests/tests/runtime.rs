@@ -1,11 +1,11 @@
 //! The client on a caller's tokio runtime, and awaited from inside async code.
 
 use gantry::{Client, ClientConfig, Credentials, CredentialsSource};
-use gantry_integration::{pattern, s3s_fs, sha256};
+use gantry_integration::{embedded, pattern, sha256};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_on_the_callers_runtime() {
-    let backend = s3s_fs();
+    let backend = embedded();
     let config = ClientConfig::builder()
         .ignore_environment()
         .endpoint_url(&backend.endpoint)
@@ -26,7 +26,7 @@ async fn client_on_the_callers_runtime() {
 
 #[tokio::test]
 async fn owned_runtime_client_dropped_inside_async_code() {
-    let backend = s3s_fs();
+    let backend = embedded();
     let client = backend.client(|c| c);
     let bucket = backend.bucket(&client);
     client.put(&bucket, "k", vec![1u8; 10]).await.unwrap();

@@ -2,8 +2,8 @@
 //! from a private CA that the client trusts through `ca_bundle` (as an on-prem MinIO or Ceph
 //! behind a corporate CA is reached). Every case of the plain-http suites runs here too.
 
-mod s3s_fs_tls {
-    gantry_integration::conformance_tests!(Some(gantry_integration::s3s_fs_tls()));
+mod embedded_tls {
+    gantry_integration::conformance_tests!(Some(gantry_integration::embedded_tls()));
 }
 
 mod minio_tls {
@@ -11,7 +11,7 @@ mod minio_tls {
 }
 
 use gantry::ErrorKind;
-use gantry_integration::{pattern, s3s_fs_tls, with_deadline};
+use gantry_integration::{embedded_tls, pattern, with_deadline};
 use std::time::Duration;
 
 /// Without the private CA the handshake fails with a clear, typed error (no silent fallback);
@@ -19,7 +19,7 @@ use std::time::Duration;
 #[test]
 fn trust_is_enforced_and_explicit() {
     with_deadline(Duration::from_secs(60), || {
-        let b = s3s_fs_tls();
+        let b = embedded_tls();
         let trusted = b.client(|c| c);
         let bucket = b.bucket(&trusted);
         let data = pattern(1 << 20, 5);
