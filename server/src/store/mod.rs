@@ -172,6 +172,31 @@ pub(crate) fn internal(e: impl std::fmt::Display) -> S3Error {
     s3_error!(InternalError, "{e}")
 }
 
+/// A record's description that names the key it holds. File names are only hashes, so a
+/// record is the key's only when its description says so.
+trait KeyedMeta: serde::de::DeserializeOwned + Send + 'static {
+    fn key(&self) -> &str;
+}
+
+impl KeyedMeta for ObjectMeta {
+    fn key(&self) -> &str {
+        &self.key
+    }
+}
+
+/// Opens the record at `path` when it holds `key`; otherwise the `missing` error
+/// (`NoSuchKey`, `NoSuchUpload`): a file that is not this key's, or not ours, is no record.
+async fn open_keyed<M: KeyedMeta>(path: PathBuf, key: &str, missing: fn() -> S3Error) -> S3Result<record::Record<M>> {
+    let key = key.to_owned();
+    blocking(move || match record::open::<M>(&path) {
+        Ok(r) if r.meta.key() == key => Ok(r),
+        Ok(_) => Err(missing()),
+        Err(e) if e.is_not_found() => Err(missing()),
+        Err(e) => Err(internal(e)),
+    })
+    .await?
+}
+
 /// Runs blocking file work on tokio's blocking pool.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> S3Result<T> {
     tokio::task::spawn_blocking(f).await.map_err(internal)

@@ -22,11 +22,13 @@ use super::checksum::{self, claimed_fields, set_checksum_fields, Algorithm, Kind
 use super::list::url_encode_if;
 use super::object::{check_copy_conditions, check_write_conditions, copy_source, request_algorithm, trailer_claims};
 use super::record::{self, Record, TempFile};
-use super::{blocking, body, internal, layout, no_such_upload, timestamp, Headers, ObjectMeta, PartMeta, Store};
+use super::{
+    blocking, body, internal, layout, no_such_upload, open_keyed, timestamp, Headers, ObjectMeta, PartMeta, Store,
+};
 
 /// The record of an upload (its file holds no data, only this).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct UploadMeta {
+pub(super) struct UploadMeta {
     key: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     algorithm: Option<Algorithm>,
@@ -53,14 +55,7 @@ impl Store {
     async fn open_upload(&self, bucket: &str, key: &str, id: &str) -> S3Result<Record<UploadMeta>> {
         self.bucket_dir(bucket).await?;
         let path = self.layout.upload_record(bucket, id).ok_or_else(no_such_upload)?;
-        let key = key.to_owned();
-        blocking(move || match record::open::<UploadMeta>(&path) {
-            Ok(r) if r.meta.key == key => Ok(r),
-            Ok(_) => Err(no_such_upload()),
-            Err(e) if e.is_not_found() => Err(no_such_upload()),
-            Err(e) => Err(internal(e)),
-        })
-        .await?
+        open_keyed(path, key, no_such_upload).await
     }
 
     /// Renames `temp` to `dest` inside an upload (`NoSuchUpload` when it was aborted meanwhile).
@@ -577,4 +572,10 @@ pub(super) async fn list_multipart_uploads(
         ..Default::default()
     };
     Ok(S3Response::new(out))
+}
+
+impl super::KeyedMeta for UploadMeta {
+    fn key(&self) -> &str {
+        &self.key
+    }
 }

@@ -11,23 +11,14 @@ use s3s::dto::*;
 use s3s::{s3_error, S3Request, S3Response, S3Result};
 
 use super::checksum::{self, claimed_fields, set_checksum_fields, Algorithm, Kind, Stored};
-use super::record::{self, Record, TempFile};
-use super::{blocking, body, internal, layout, no_such_key, timestamp, Headers, ObjectMeta, Store};
+use super::record::{Record, TempFile};
+use super::{blocking, body, internal, layout, no_such_key, open_keyed, timestamp, Headers, ObjectMeta, Store};
 
 impl Store {
     /// The record of `bucket/key`: `NoSuchBucket`, `NoSuchKey`, or the open object.
     pub(super) async fn open_object(&self, bucket: &str, key: &str) -> S3Result<Record<ObjectMeta>> {
         let dir = self.bucket_dir(bucket).await?;
-        let path = dir.join(layout::object_file_name(key));
-        let key = key.to_owned();
-        blocking(move || match record::open::<ObjectMeta>(&path) {
-            // The key is checked too: a file that is not this key's (or not ours) is no object.
-            Ok(r) if r.meta.key == key => Ok(r),
-            Ok(_) => Err(no_such_key()),
-            Err(e) if e.is_not_found() => Err(no_such_key()),
-            Err(e) => Err(internal(e)),
-        })
-        .await?
+        open_keyed(dir.join(layout::object_file_name(key)), key, no_such_key).await
     }
 
     /// A temporary file in `bucket` (`NoSuchBucket` when it is gone).
@@ -267,32 +258,43 @@ fn check_read_conditions(
     Ok(())
 }
 
+/// The answer GET and HEAD share (s3s has one DTO per operation, with the same fields): the
+/// object's headers for the bytes `v` selects, and its checksum when asked for.
+macro_rules! object_answer {
+    ($ty:ident, $rec:expr, $v:expr) => {{
+        let (rec, v) = (&$rec, $v);
+        let h = &rec.meta.headers;
+        let mut out = $ty {
+            content_length: Some(v.len as i64),
+            content_range: v.content_range,
+            accept_ranges: Some("bytes".into()),
+            e_tag: Some(ETag::Strong(rec.meta.etag.clone())),
+            last_modified: Some(timestamp(rec.modified)),
+            content_type: h.content_type.clone(),
+            content_encoding: h.content_encoding.clone(),
+            content_disposition: h.content_disposition.clone(),
+            content_language: h.content_language.clone(),
+            cache_control: h.cache_control.clone(),
+            metadata: h.metadata(),
+            parts_count: v.parts_count,
+            ..Default::default()
+        };
+        if let Some(c) = v.checksum {
+            out.checksum_type = c.checksum_type.clone();
+            set_checksum_fields!(out, c);
+        }
+        out
+    }};
+}
+
 pub(super) async fn get_object(store: &Store, req: S3Request<GetObjectInput>) -> S3Result<S3Response<GetObjectOutput>> {
     let input = req.input;
     let rec = store.open_object(&input.bucket, &input.key).await?;
     check_read_conditions(&rec.meta.etag, input.if_match.as_ref(), input.if_none_match.as_ref())?;
     let v = view(&rec.meta, rec.data_len, input.range, input.part_number, checksum_mode(input.checksum_mode.as_ref()))?;
-    let h = &rec.meta.headers;
-    let mut out = GetObjectOutput {
-        content_length: Some(v.len as i64),
-        content_range: v.content_range,
-        accept_ranges: Some("bytes".into()),
-        e_tag: Some(ETag::Strong(rec.meta.etag.clone())),
-        last_modified: Some(timestamp(rec.modified)),
-        content_type: h.content_type.clone(),
-        content_encoding: h.content_encoding.clone(),
-        content_disposition: h.content_disposition.clone(),
-        content_language: h.content_language.clone(),
-        cache_control: h.cache_control.clone(),
-        metadata: h.metadata(),
-        parts_count: v.parts_count,
-        ..Default::default()
-    };
-    if let Some(c) = v.checksum {
-        out.checksum_type = c.checksum_type.clone();
-        set_checksum_fields!(out, c);
-    }
-    out.body = Some(body::send(rec.file, v.start, v.len));
+    let (start, len) = (v.start, v.len);
+    let mut out = object_answer!(GetObjectOutput, rec, v);
+    out.body = Some(body::send(rec.file, start, len));
     Ok(S3Response::new(out))
 }
 
@@ -304,27 +306,7 @@ pub(super) async fn head_object(
     let rec = store.open_object(&input.bucket, &input.key).await?;
     check_read_conditions(&rec.meta.etag, input.if_match.as_ref(), input.if_none_match.as_ref())?;
     let v = view(&rec.meta, rec.data_len, input.range, input.part_number, checksum_mode(input.checksum_mode.as_ref()))?;
-    let h = &rec.meta.headers;
-    let mut out = HeadObjectOutput {
-        content_length: Some(v.len as i64),
-        content_range: v.content_range,
-        accept_ranges: Some("bytes".into()),
-        e_tag: Some(ETag::Strong(rec.meta.etag.clone())),
-        last_modified: Some(timestamp(rec.modified)),
-        content_type: h.content_type.clone(),
-        content_encoding: h.content_encoding.clone(),
-        content_disposition: h.content_disposition.clone(),
-        content_language: h.content_language.clone(),
-        cache_control: h.cache_control.clone(),
-        metadata: h.metadata(),
-        parts_count: v.parts_count,
-        ..Default::default()
-    };
-    if let Some(c) = v.checksum {
-        out.checksum_type = c.checksum_type.clone();
-        set_checksum_fields!(out, c);
-    }
-    Ok(S3Response::new(out))
+    Ok(S3Response::new(object_answer!(HeadObjectOutput, rec, v)))
 }
 
 /// Removes `key`'s file; a missing key is not an error (S3 answers 204 either way).
