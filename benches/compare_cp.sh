@@ -5,12 +5,14 @@
 #
 #   benches/compare_cp.sh [serve|minio] [SIZE_MIB] [ROUNDS]
 #
-# Needs: cargo build --release; pip install awscrt; for minio: tests/scripts/minio.sh install.
+# Needs: cargo build --release; for minio: tests/scripts/minio.sh install (awscrt goes into
+# target/venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+py=$(scripts/python-env.sh benches/requirements.txt)
 server="${1:-serve}"; size_mib="${2:-1024}"; rounds="${3:-3}"
 work="$(mktemp -d)"; trap 'kill $(jobs -p) 2>/dev/null || true; [[ $server == minio ]] && bash tests/scripts/minio.sh stop "$work/minio"; rm -rf "$work"' EXIT
-port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+port=$("$py" -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 endpoint="http://127.0.0.1:$port"
 if [[ $server == minio ]]; then
     export AWS_ACCESS_KEY_ID=gantryadmin AWS_SECRET_ACCESS_KEY=gantrysecret123
@@ -25,7 +27,7 @@ head -c $((size_mib << 20)) /dev/urandom > "$work/src.bin"
 want=$(sha256sum < "$work/src.bin")
 gantry_run() { # op -> json with cpu
     local out; out=$( { /usr/bin/time -f '%U %S' target/release/gantry cp --json --endpoint-url "$endpoint" "$@" 2>"$work/t" >"$work/j"; } ; cat "$work/j")
-    python3 - "$work/j" "$work/t" <<'PY'
+    "$py" - "$work/j" "$work/t" <<'PY'
 import json,sys
 j=json.load(open(sys.argv[1])); u,s=open(sys.argv[2]).read().split()[-2:]
 j["cpu_user_s"]=float(u); j["cpu_sys_s"]=float(s); j["client"]="gantry"; print(json.dumps(j))
@@ -39,14 +41,14 @@ for r in $(seq 0 "$rounds"); do   # round 0 is the warm-up, not counted
             up=$(gantry_run "$work/src.bin" "s3://bench/obj-$who")
             down=$(gantry_run "s3://bench/obj-$who" "$work/down.bin")
         else
-            up=$(python3 benches/crt_cp.py put "$endpoint" bench "obj-$who" "$work/src.bin")
-            down=$(python3 benches/crt_cp.py get "$endpoint" bench "obj-$who" "$work/down.bin")
+            up=$("$py" benches/crt_cp.py put "$endpoint" bench "obj-$who" "$work/src.bin")
+            down=$("$py" benches/crt_cp.py get "$endpoint" bench "obj-$who" "$work/down.bin")
         fi
         [[ "$(sha256sum < "$work/down.bin")" == "$want" ]] || { echo "$who: downloaded bytes differ" >&2; exit 1; }
         if [[ $r -gt 0 ]]; then echo "$up" >> "$results"; echo "$down" >> "$results"; fi
     done
 done
-python3 - "$results" "$server" "$size_mib" <<'PY'
+"$py" - "$results" "$server" "$size_mib" <<'PY'
 import json,sys,statistics as st
 rows=[json.loads(l) for l in open(sys.argv[1])]
 print(f"server: {sys.argv[2]}, object: {sys.argv[3]} MiB, rounds: {len(rows)//4}\n")
