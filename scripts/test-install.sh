@@ -50,7 +50,7 @@ soname="libgantry.so.$abi"
 check_elf() {
     local dyn
     dyn=$(readelf -d "$1")
-    if grep -E '\((RPATH|RUNPATH)\)' <<<"$dyn" | grep -qF "$repo"; then
+    if grep -qF "$repo" <<<"$(grep -E '\((RPATH|RUNPATH)\)' <<<"$dyn")"; then
         fail "$1 has an RPATH/RUNPATH into the checkout: $(grep -E 'RPATH|RUNPATH' <<<"$dyn")"
     fi
     case $2 in
@@ -181,11 +181,11 @@ EOF
 (cd "$work/go" && go mod tidy >"$work/go.log" 2>&1 && go mod vendor >>"$work/go.log" 2>&1 &&
     go build -o "$work/bin/copy_go" . >>"$work/go.log" 2>&1) || { cat "$work/go.log"; fail "go build with PKG_CONFIG_PATH"; }
 check_elf "$work/bin/copy_go" shared
-if readelf -d "$work/bin/copy_go" | grep -qE '\((RPATH|RUNPATH)\)'; then fail "copy_go has an RPATH/RUNPATH"; fi
+if grep -qE '\((RPATH|RUNPATH)\)' <<<"$(readelf -d "$work/bin/copy_go")"; then fail "copy_go has an RPATH/RUNPATH"; fi
 (cd "$work/go" && CGO_LDFLAGS="-Wl,-rpath,$prefix/lib" go build -o "$work/bin/copy_go_rpath" . >>"$work/go.log" 2>&1) ||
     { cat "$work/go.log"; fail "go build with CGO_LDFLAGS"; }
 check_elf "$work/bin/copy_go_rpath" shared
-readelf -d "$work/bin/copy_go_rpath" | grep -qF "[$prefix/lib]" || fail "CGO_LDFLAGS' rpath did not reach copy_go_rpath"
+grep -qF "[$prefix/lib]" <<<"$(readelf -d "$work/bin/copy_go_rpath")" || fail "CGO_LDFLAGS' rpath did not reach copy_go_rpath"
 ok "copy_go (NEEDED $soname, no RUNPATH) and copy_go_rpath (RUNPATH $prefix/lib from CGO_LDFLAGS)"
 
 echo "-- running every program against gantry serve"
@@ -208,7 +208,9 @@ run() { # $1 name, $2... the program; LD_LIBRARY_PATH as the caller sets it
     ok "$name: copied up and down, bytes identical"
 }
 # The programs linked with -lgantry and no rpath find the library as users' do without ldconfig.
-LD_LIBRARY_PATH="$prefix/lib" ldd "$work/bin/copy_c" | grep -qF "$prefix/lib/$soname" || fail "copy_c does not load $prefix/lib/$soname"
+# (Output is captured before grep -q reads it: under pipefail, `ldd | grep -q` fails whenever
+# grep exits before ldd has written everything and ldd dies of SIGPIPE.)
+grep -qF "$prefix/lib/$soname" <<<"$(LD_LIBRARY_PATH="$prefix/lib" ldd "$work/bin/copy_c")" || fail "copy_c does not load $prefix/lib/$soname"
 LD_LIBRARY_PATH="$prefix/lib" run copy_c "$work/bin/copy_c"
 LD_LIBRARY_PATH="$prefix/lib" run copy_go "$work/bin/copy_go"
 run copy_go_rpath "$work/bin/copy_go_rpath"
