@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -10,32 +10,19 @@ use tokio::runtime::{Handle, Runtime};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use crate::config::ClientConfig;
-use crate::download::{self, stream::GetStream, Delivery};
+use crate::context::Context;
+use crate::download::{self, options::GetOptions, stream::GetStream, Delivery, Download};
 use crate::error::{Error, ErrorKind, Operation, Result};
 use crate::metrics::{Metrics, MetricsSnapshot};
+use crate::object_client::{GetPart, ObjectClient};
 use crate::s3::S3;
-use crate::scheduler::Scheduler;
 use crate::task::TaskHandle;
 use crate::types::{ListOptions, ListPage, MultipartUploadSummary, ObjectInfo, ObjectSummary, PutOutput};
 use crate::upload::{self, options::PutOptions, writer::Upload};
 
-/// State shared by a client and all its tasks.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) s3: S3,
-    pub(crate) scheduler: Scheduler,
-    pub(crate) config: ClientConfig,
-    pub(crate) handle: Handle,
-    pub(crate) metrics: Arc<Metrics>,
-    /// Recent part durations, for hedging.
-    pub(crate) part_latency: crate::download::hedge::PartLatency,
-    /// Transfers and clean-ups still running (see [`Client::wait_for_background`]).
-    pub(crate) background: Arc<crate::task::Tracker>,
-}
-
 #[derive(Debug)]
 struct ClientInner {
-    shared: Arc<Shared>,
+    shared: Arc<Context>,
     runtime: Option<Runtime>,
 }
 
@@ -81,20 +68,11 @@ impl Client {
     fn build(config: ClientConfig, handle: Handle, runtime: Option<Runtime>) -> Result<Client> {
         let metrics = Arc::new(Metrics::default());
         let s3 = S3::from_config(&config, metrics.clone())?;
-        let scheduler = Scheduler::new(config.max_connections, config.memory_limit_bytes);
-        let shared = Arc::new(Shared {
-            s3,
-            scheduler,
-            config,
-            handle,
-            metrics,
-            part_latency: Default::default(),
-            background: Default::default(),
-        });
+        let shared = Arc::new(Context::new(s3, config, handle, metrics));
         Ok(Client { inner: Arc::new(ClientInner { shared, runtime }) })
     }
 
-    fn shared(&self) -> &Arc<Shared> {
+    fn shared(&self) -> &Arc<Context> {
         &self.inner.shared
     }
 
@@ -139,8 +117,11 @@ impl Client {
     /// A copy of the client's counters, with what zero configuration detected.
     pub fn metrics(&self) -> MetricsSnapshot {
         let shared = self.shared();
-        let mut m =
-            shared.metrics.snapshot(shared.s3.http.lanes(), &shared.scheduler.memory, shared.s3.credentials.as_deref());
+        let mut m = shared.metrics.snapshot(
+            shared.store.http.lanes(),
+            &shared.scheduler.memory,
+            shared.store.credentials.as_deref(),
+        );
         m.auto_config = shared.config.auto_config.clone();
         m
     }
@@ -149,7 +130,7 @@ impl Client {
     /// `web identity`, `profile`, `container`, `imds`, `custom provider`; `None` when
     /// requests are unsigned.
     pub fn credentials_source(&self) -> Option<&'static str> {
-        self.shared().s3.credentials.as_ref().map(|c| c.source())
+        self.shared().store.credentials.as_ref().map(|c| c.source())
     }
 
     /// Runs `fut` to completion on the calling thread: the blocking entry point for
@@ -161,24 +142,47 @@ impl Client {
     /// Downloads `bucket/key` into `buf` (which must be at least the object's size); returns
     /// the object's metadata. Bytes land in `buf` straight from the network buffers.
     pub async fn get_into(&self, bucket: &str, key: &str, buf: &mut [u8]) -> Result<ObjectInfo> {
+        self.get_into_with(bucket, key, &GetOptions::new(), buf).await
+    }
+
+    /// Downloads what `options` select of `bucket/key` into the start of `buf`, with parallel
+    /// ranged GETs: the whole object (the buffer must hold it), or
+    /// [`GetOptions::range`], of which `min(range.end, size) - range.start` bytes are written
+    /// (`size` is the returned [`ObjectInfo::size`]).
+    pub async fn get_into_with(
+        &self,
+        bucket: &str,
+        key: &str,
+        options: &GetOptions,
+        buf: &mut [u8],
+    ) -> Result<ObjectInfo> {
+        let start = options.range.as_ref().map_or(0, |r| r.start);
+        if let Some(range) = &options.range {
+            let wanted = range.end.saturating_sub(range.start);
+            if wanted > buf.len() as u64 {
+                return Err(Error::invalid(
+                    Operation::GetObject,
+                    format!("the buffer holds {} bytes but the range has {wanted}", buf.len()),
+                ));
+            }
+        }
         let (tx, mut rx) = mpsc::unbounded_channel();
         let (head_tx, head_rx) = oneshot::channel();
-        let driver = self.spawn(
-            Operation::GetObject,
-            download::run(self.shared().clone(), bucket.into(), key.into(), None, Delivery::Copy(tx), head_tx),
-        );
+        let job = Download::new(bucket, key, options);
+        let driver =
+            self.spawn(Operation::GetObject, download::run(self.shared().clone(), job, Delivery::Copy(tx), head_tx));
         let Ok(info) = head_rx.await else {
             return Err(driver.await.err().unwrap_or_else(|| Error::cancelled(Operation::GetObject)));
         };
-        if info.size > buf.len() as u64 {
+        if options.range.is_none() && info.size > buf.len() as u64 {
             return Err(Error::invalid(
                 Operation::GetObject,
                 format!("the buffer holds {} bytes but s3://{bucket}/{key} has {}", buf.len(), info.size),
             ));
         }
         while let Some(chunk) = rx.recv().await {
-            let start = chunk.offset as usize;
-            buf[start..start + chunk.data.len()].copy_from_slice(&chunk.data);
+            let at = (chunk.offset - start) as usize;
+            buf[at..at + chunk.data.len()].copy_from_slice(&chunk.data);
         }
         let verification = driver.await?;
         Ok(ObjectInfo { verification: Some(verification), ..info })
@@ -196,28 +200,7 @@ impl Client {
         range: std::ops::Range<u64>,
         buf: &mut [u8],
     ) -> Result<ObjectInfo> {
-        let start = range.start;
-        let wanted = range.end.saturating_sub(range.start);
-        if wanted > buf.len() as u64 {
-            return Err(Error::invalid(
-                Operation::GetObject,
-                format!("the buffer holds {} bytes but the range has {wanted}", buf.len()),
-            ));
-        }
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let (head_tx, head_rx) = oneshot::channel();
-        let run =
-            download::run(self.shared().clone(), bucket.into(), key.into(), Some(range), Delivery::Copy(tx), head_tx);
-        let driver = self.spawn(Operation::GetObject, run);
-        let Ok(info) = head_rx.await else {
-            return Err(driver.await.err().unwrap_or_else(|| Error::cancelled(Operation::GetObject)));
-        };
-        while let Some(chunk) = rx.recv().await {
-            let at = (chunk.offset - start) as usize;
-            buf[at..at + chunk.data.len()].copy_from_slice(&chunk.data);
-        }
-        let verification = driver.await?;
-        Ok(ObjectInfo { verification: Some(verification), ..info })
+        self.get_into_with(bucket, key, &GetOptions::new().range(range), buf).await
     }
 
     /// Downloads `bucket/key` into the file at `path` with parallel positional writes. The
@@ -229,17 +212,28 @@ impl Client {
     /// replace the device node, and a pipe's reader wants the bytes in order. A directory is
     /// refused before any request.
     pub async fn download_to_file(&self, bucket: &str, key: &str, path: impl AsRef<Path>) -> Result<ObjectInfo> {
+        self.download_to_file_with(bucket, key, &GetOptions::new(), path).await
+    }
+
+    /// [`Client::download_to_file`] of what `options` select (a range is written at the
+    /// start of the file).
+    pub async fn download_to_file_with(
+        &self,
+        bucket: &str,
+        key: &str,
+        options: &GetOptions,
+        path: impl AsRef<Path>,
+    ) -> Result<ObjectInfo> {
         let path = path.as_ref().to_path_buf();
         match std::fs::metadata(&path) {
             Ok(meta) if meta.is_dir() => {
                 return Err(Error::invalid(Operation::LocalIo, format!("{} is a directory", path.display())))
             }
-            Ok(meta) if !meta.is_file() => return self.download_to_special_file(bucket, key, &path).await,
+            Ok(meta) if !meta.is_file() => return self.download_to_special_file(bucket, key, options, &path).await,
             _ => {}
         }
-        let shared = self.shared().clone();
-        let (bucket, key): (Arc<str>, Arc<str>) = (bucket.into(), key.into());
-        self.spawn(Operation::GetObject, async move { download_file(&shared, &bucket, &key, &path).await }).await
+        let (ctx, job) = (self.shared().clone(), Download::new(bucket, key, options));
+        self.spawn(Operation::GetObject, async move { download::to_file::download_file(ctx, job, &path).await }).await
     }
 
     /// Writes the object into `writer` in order (standard output, a socket, a pipe) and
@@ -254,16 +248,33 @@ impl Client {
         key: &str,
         writer: W,
     ) -> Result<ObjectInfo> {
-        self.download_into(bucket, key, move || Ok(writer)).await
+        self.download_to_writer_with(bucket, key, &GetOptions::new(), writer).await
+    }
+
+    /// [`Client::download_to_writer`] of what `options` select.
+    pub async fn download_to_writer_with<W: Write + Send + 'static>(
+        &self,
+        bucket: &str,
+        key: &str,
+        options: &GetOptions,
+        writer: W,
+    ) -> Result<ObjectInfo> {
+        self.download_into(bucket, key, options, move || Ok(writer)).await
     }
 
     /// The in-order path of [`Client::download_to_file`] for devices and pipes: renaming a
     /// temporary file over them would replace the node, and a pipe's reader wants the bytes in
     /// order. The file is opened on the writer's thread: opening a FIFO for writing waits for
     /// its reader.
-    async fn download_to_special_file(&self, bucket: &str, key: &str, path: &Path) -> Result<ObjectInfo> {
+    async fn download_to_special_file(
+        &self,
+        bucket: &str,
+        key: &str,
+        options: &GetOptions,
+        path: &Path,
+    ) -> Result<ObjectInfo> {
         let path = path.to_path_buf();
-        self.download_into(bucket, key, move || {
+        self.download_into(bucket, key, options, move || {
             std::fs::OpenOptions::new()
                 .write(true)
                 .open(&path)
@@ -274,12 +285,12 @@ impl Client {
 
     /// Streams the object into the writer `open` returns, on the client's workers (not the
     /// caller's thread, which may be a `block_on` that would be woken for every chunk).
-    async fn download_into<W, O>(&self, bucket: &str, key: &str, open: O) -> Result<ObjectInfo>
+    async fn download_into<W, O>(&self, bucket: &str, key: &str, options: &GetOptions, open: O) -> Result<ObjectInfo>
     where
         W: Write + 'static,
         O: FnOnce() -> Result<W> + Send + 'static,
     {
-        let stream = self.get_stream(bucket, key).await?;
+        let stream = self.get_stream_with(bucket, key, options).await?;
         let info = stream.info().clone();
         let verification = self.spawn(Operation::GetObject, download::to_writer::stream_into(stream, open)).await?;
         Ok(ObjectInfo { verification: Some(verification), ..info })
@@ -288,7 +299,7 @@ impl Client {
     /// Opens `bucket/key` as an in-order stream with a bounded read window (see
     /// [`GetStream`]). Fails here, before any byte, if the object cannot be read.
     pub async fn get_stream(&self, bucket: &str, key: &str) -> Result<GetStream> {
-        self.open_stream(bucket, key, None).await
+        self.get_stream_with(bucket, key, &GetOptions::new()).await
     }
 
     /// Opens bytes `range` of `bucket/key` as an in-order stream (the first chunk is byte
@@ -296,17 +307,19 @@ impl Client {
     /// still with parallel parts. The range is cut at the end of the object; a range starting
     /// at or past the end fails here with the server's 416 (`InvalidRange`).
     pub async fn get_range_stream(&self, bucket: &str, key: &str, range: std::ops::Range<u64>) -> Result<GetStream> {
-        self.open_stream(bucket, key, Some(range)).await
+        self.get_stream_with(bucket, key, &GetOptions::new().range(range)).await
     }
 
-    async fn open_stream(&self, bucket: &str, key: &str, range: Option<std::ops::Range<u64>>) -> Result<GetStream> {
+    /// Opens what `options` select of `bucket/key` as an in-order stream.
+    pub async fn get_stream_with(&self, bucket: &str, key: &str, options: &GetOptions) -> Result<GetStream> {
         let shared = self.shared().clone();
-        let window_parts = (shared.config.read_window_bytes / shared.config.part_size_bytes).max(1) as usize;
+        let part_size = options.part_size_bytes.unwrap_or(shared.config.part_size_bytes).max(1);
+        let window_parts = (shared.config.read_window_bytes / part_size).max(1) as usize;
         let (parts_tx, parts_rx) = mpsc::unbounded_channel();
         let (head_tx, head_rx) = oneshot::channel();
         let delivery = Delivery::Stream { parts: parts_tx, window: Arc::new(Semaphore::new(window_parts)) };
-        let driver = self
-            .spawn(Operation::GetObject, download::run(shared, bucket.into(), key.into(), range, delivery, head_tx));
+        let job = Download::new(bucket, key, options);
+        let driver = self.spawn(Operation::GetObject, download::run(shared, job, delivery, head_tx));
         match head_rx.await {
             Ok(info) => Ok(GetStream::new(info, parts_rx, driver)),
             Err(_) => Err(driver.await.err().unwrap_or_else(|| Error::cancelled(Operation::GetObject))),
@@ -363,20 +376,37 @@ impl Client {
 
     /// HeadObject: size, ETag and metadata.
     pub async fn head_object(&self, bucket: &str, key: &str) -> Result<ObjectInfo> {
-        let (shared, bucket, key) = (self.shared().clone(), bucket.to_string(), key.to_string());
-        self.spawn(Operation::HeadObject, async move { shared.s3.head_object(&bucket, &key).await }).await
+        self.head_object_with(bucket, key, &GetOptions::new()).await
+    }
+
+    /// HeadObject of the version and under the conditions `options` name (its range, part
+    /// size and checksum mode do not apply): what a GET with the same options would find.
+    pub async fn head_object_with(&self, bucket: &str, key: &str, options: &GetOptions) -> Result<ObjectInfo> {
+        let (shared, job) = (self.shared().clone(), Download::new(bucket, key, options));
+        self.spawn(Operation::HeadObject, async move {
+            let o = &job.options;
+            let part = GetPart {
+                if_match: o.if_match.as_deref(),
+                if_none_match: o.if_none_match.as_deref(),
+                version_id: o.version_id.as_deref(),
+                ..GetPart::default()
+            };
+            let head = shared.store.head(&job.bucket, &job.key, &part).await;
+            head.map_err(|e| download::condition_error(o, e))
+        })
+        .await
     }
 
     /// DeleteObject.
     pub async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
         let (shared, bucket, key) = (self.shared().clone(), bucket.to_string(), key.to_string());
-        self.spawn(Operation::DeleteObject, async move { shared.s3.delete_object(&bucket, &key).await }).await
+        self.spawn(Operation::DeleteObject, async move { shared.store.delete_object(&bucket, &key).await }).await
     }
 
     /// One page of ListObjectsV2.
     pub async fn list_objects(&self, bucket: &str, options: &ListOptions) -> Result<ListPage> {
         let (shared, bucket, options) = (self.shared().clone(), bucket.to_string(), options.clone());
-        self.spawn(Operation::ListObjectsV2, async move { shared.s3.list_objects(&bucket, &options).await }).await
+        self.spawn(Operation::ListObjectsV2, async move { shared.store.list(&bucket, &options).await }).await
     }
 
     /// Every object under `prefix`, following continuation tokens.
@@ -398,8 +428,11 @@ impl Client {
     pub async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
         let (shared, bucket, key, id) =
             (self.shared().clone(), bucket.to_string(), key.to_string(), upload_id.to_string());
-        self.spawn(Operation::AbortMultipartUpload, async move { shared.s3.abort_multipart(&bucket, &key, &id).await })
-            .await
+        self.spawn(
+            Operation::AbortMultipartUpload,
+            async move { shared.store.abort_multipart(&bucket, &key, &id).await },
+        )
+        .await
     }
 
     /// In-progress multipart uploads under `prefix`, every page (what was left behind).
@@ -410,7 +443,7 @@ impl Client {
     ) -> Result<Vec<MultipartUploadSummary>> {
         let (shared, bucket, prefix) = (self.shared().clone(), bucket.to_string(), prefix.map(str::to_string));
         self.spawn(Operation::ListMultipartUploads, async move {
-            shared.s3.list_multipart_uploads(&bucket, prefix.as_deref()).await
+            shared.store.list_multipart_uploads(&bucket, prefix.as_deref()).await
         })
         .await
     }
@@ -418,7 +451,7 @@ impl Client {
     /// CreateBucket (for S3-compatible stores and tests; AWS buckets are usually made elsewhere).
     pub async fn create_bucket(&self, bucket: &str) -> Result<()> {
         let (shared, bucket) = (self.shared().clone(), bucket.to_string());
-        self.spawn(Operation::CreateBucket, async move { shared.s3.create_bucket(&bucket).await }).await
+        self.spawn(Operation::CreateBucket, async move { shared.store.create_bucket(&bucket).await }).await
     }
 }
 
@@ -434,77 +467,6 @@ async fn with_deadline<T>(
         Ok(result) => result,
         Err(_) => Err(Error::new(ErrorKind::Timeout, op, format!("the operation deadline of {limit:?} passed"))
             .with_retryable(false)),
-    }
-}
-
-/// A download into a temporary file next to `path`, renamed over it on success.
-async fn download_file(shared: &Arc<Shared>, bucket: &Arc<str>, key: &Arc<str>, path: &Path) -> Result<ObjectInfo> {
-    let temp = TempFile::create(path)?;
-    let (tx, rx) = mpsc::unbounded_channel();
-    // One blocking thread per download does the positional writes: page-cache writes
-    // can stall on dirty-page throttling and must not block a network worker.
-    let (file, dest) = (temp.file.clone(), path.to_path_buf());
-    let writer = tokio::task::spawn_blocking(move || write_chunks(&file, &dest, rx));
-    let (head_tx, mut head_rx) = oneshot::channel();
-    let downloaded =
-        download::run(shared.clone(), bucket.clone(), key.clone(), None, Delivery::Copy(tx), head_tx).await;
-    download::to_writer::join_writer(writer).await?;
-    let verification = downloaded?;
-    let info = head_rx.try_recv().map_err(|_| Error::cancelled(Operation::GetObject))?;
-    temp.persist(path)?;
-    Ok(ObjectInfo { verification: Some(verification), ..info })
-}
-
-/// Writes chunks at their offsets into `file`, the temporary file of `dest` (the path errors
-/// name: the one the user gave).
-fn write_chunks(file: &std::fs::File, dest: &Path, mut rx: mpsc::UnboundedReceiver<download::Chunk>) -> Result<()> {
-    use std::os::unix::fs::FileExt;
-    while let Some(chunk) = rx.blocking_recv() {
-        file.write_all_at(&chunk.data, chunk.offset)
-            .map_err(|e| Error::local_io(format!("cannot write {}", dest.display()), e))?;
-    }
-    Ok(())
-}
-
-/// A download's temporary file: removed on drop unless persisted.
-struct TempFile {
-    path: PathBuf,
-    file: Arc<std::fs::File>,
-    keep: bool,
-}
-
-impl TempFile {
-    fn create(dest: &Path) -> Result<TempFile> {
-        let dir = match dest.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let name = dest
-            .file_name()
-            .ok_or_else(|| Error::invalid(Operation::LocalIo, format!("{} is not a file path", dest.display())))?;
-        let path = dir.join(format!(".{}.gantry-{:016x}", name.to_string_lossy(), rand::random::<u64>()));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            // The user's path, not the temporary name they never typed.
-            .map_err(|e| Error::local_io(format!("cannot create {}", dest.display()), e))?;
-        Ok(TempFile { path, file: Arc::new(file), keep: false })
-    }
-
-    fn persist(mut self, dest: &Path) -> Result<()> {
-        std::fs::rename(&self.path, dest)
-            .map_err(|e| Error::local_io(format!("cannot rename onto {}", dest.display()), e))?;
-        self.keep = true;
-        Ok(())
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_file(&self.path);
-        }
     }
 }
 

@@ -58,6 +58,12 @@ pub enum ErrorKind {
     /// The object changed while it was being downloaded (ETag differs between parts, or 412 on
     /// a part sent with `If-Match`). Retrying the part cannot help; restart the whole download.
     ObjectChanged,
+    /// A condition the caller set was not met (HTTP 412 to [`crate::GetOptions::if_match`]):
+    /// the object is not the version the caller expected. Final.
+    PreconditionFailed,
+    /// The object still has the ETag the caller named in
+    /// [`crate::GetOptions::if_none_match`] (HTTP 304): the caller's copy is current. Final.
+    NotModified,
     /// The bytes received do not match the checksum the server sent for them (corruption in
     /// transit or at rest), or the server rejected an upload's checksum (`BadDigest`).
     /// Retryable: a fresh copy usually arrives intact.

@@ -51,6 +51,7 @@ mod checksum;
 mod client;
 mod config;
 mod config_keys;
+mod context;
 mod crc_combine;
 mod credentials;
 mod download;
@@ -60,6 +61,7 @@ mod http;
 #[doc(hidden)]
 pub mod internals;
 mod metrics;
+mod object_client;
 mod retry;
 mod s3;
 mod scheduler;
@@ -76,6 +78,7 @@ pub use config::{
 };
 pub use config_keys::CONFIG_KEYS;
 pub use credentials::{Credentials, CredentialsSource, ProvideCredentials};
+pub use download::options::{DownloadChecksum, GetOptions};
 pub use download::stream::GetStream;
 pub use error::{Error, ErrorKind, Operation, Result};
 pub use metrics::{ChecksumCounts, LaneSnapshot, MetricsSnapshot, RetryCounts};

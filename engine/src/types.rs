@@ -5,6 +5,7 @@ use crate::checksum::S3ChecksumAlgorithm;
 /// What HeadObject (or the first part of a download) tells about an object, and for a
 /// finished download how its bytes were verified.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ObjectInfo {
     /// Size in bytes.
     pub size: u64,
@@ -14,6 +15,9 @@ pub struct ObjectInfo {
     pub last_modified: Option<String>,
     /// `Content-Type` header as sent.
     pub content_type: Option<String>,
+    /// The version read (`x-amz-version-id`), on versioned buckets; pass it as
+    /// [`crate::GetOptions::version_id`] to read exactly this version again.
+    pub version_id: Option<String>,
     /// How the downloaded bytes were checked against the object's stored checksum. `Some`
     /// in what a finished download returns ([`crate::Client::get_into`],
     /// [`crate::Client::get_range_into`], [`crate::Client::download_to_file`],

@@ -14,7 +14,7 @@ macro_rules! conformance_tests {
             put_bytes_then_all_deliveries, put_file_and_writer, concurrent_transfers,
             etag_change_mid_download, missing_key_is_not_found, buffer_too_small,
             list_pages_and_delete, wrong_credentials_fail_fast, cancelled_upload_leaves_nothing,
-            signed_payloads, stream_backpressure, ranged_reads, checksum_modes,
+            signed_payloads, stream_backpressure, ranged_reads, get_options, checksum_modes,
             special_file_destinations, download_to_writer);
         $crate::conformance_tests!(@cases $backend; keys:
             awkward_keys_round_trip, colliding_keys_stay_apart, keys_stay_in_their_bucket,

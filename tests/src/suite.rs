@@ -474,6 +474,47 @@ pub fn ranged_reads(b: &Backend) {
     });
 }
 
+/// One request shape for every GET (`GetOptions`): the caller's If-Match and If-None-Match
+/// as the server judges them (412 / 304), a range with a part size of its own, a stream and a
+/// file with options, and HeadObject under the same conditions.
+pub fn get_options(b: &Backend) {
+    use gantry::GetOptions;
+    let client = b.client(|c| c);
+    let bucket = b.bucket(&client);
+    let size = 2 * PART + 5;
+    let data = pattern(size as usize, 41);
+    client.block_on(async {
+        let etag = client.put(&bucket, "o", data.clone()).await.unwrap().etag.unwrap();
+        let mut buf = vec![0u8; size as usize];
+        let info = client.get_into_with(&bucket, "o", &GetOptions::new().if_match(&etag), &mut buf).await.unwrap();
+        assert_eq!(info.etag.as_deref(), Some(etag.as_str()));
+        assert!(buf == data);
+        let other = "\"0123456789abcdef0123456789abcdef\"";
+        let e = client.get_into_with(&bucket, "o", &GetOptions::new().if_match(other), &mut buf).await.unwrap_err();
+        assert_eq!((e.kind(), e.http_status()), (ErrorKind::PreconditionFailed, Some(412)), "{e}");
+        assert!(!e.is_retryable());
+        let e = client.get_stream_with(&bucket, "o", &GetOptions::new().if_none_match(&etag)).await.unwrap_err();
+        assert_eq!((e.kind(), e.http_status()), (ErrorKind::NotModified, Some(304)), "{e}");
+        let e = client.head_object_with(&bucket, "o", &GetOptions::new().if_match(other)).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::PreconditionFailed, "{e}");
+        let head = client.head_object_with(&bucket, "o", &GetOptions::new().if_match(&etag)).await.unwrap();
+        assert_eq!(head.size, size);
+        // A range in 1 MiB parts: the requests follow the caller's part size.
+        let before = client.metrics().requests;
+        let opts = GetOptions::new().range(MIB..4 * MIB + 3).part_size_bytes(MIB);
+        let mut part = vec![0u8; 3 * MIB as usize + 3];
+        client.get_into_with(&bucket, "o", &opts, &mut part).await.unwrap();
+        assert!(part == data[MIB as usize..4 * MIB as usize + 3]);
+        assert_eq!(client.metrics().requests - before, 4, "three 1 MiB parts and the 3-byte tail");
+        // A file with options: the range, written at the start of the file.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("range.bin");
+        let opts = GetOptions::new().range(7..PART + 9).checksum(gantry::DownloadChecksum::Skip);
+        client.download_to_file_with(&bucket, "o", &opts, &path).await.unwrap();
+        assert!(std::fs::read(&path).unwrap() == data[7..(PART + 9) as usize]);
+    });
+}
+
 /// Every checksum algorithm and transport round-trips (the store accepts what we send), and a
 /// whole-object download is verified against the checksum the store returns.
 pub fn checksum_modes(b: &Backend) {

@@ -27,8 +27,12 @@
 //! answer, before any other part is admitted: see [`verify`].
 
 pub(crate) mod hedge;
+pub(crate) mod options;
 pub(crate) mod plan;
 pub(crate) mod stream;
+#[cfg(test)]
+mod tests;
+pub(crate) mod to_file;
 pub(crate) mod to_writer;
 pub(crate) mod verify;
 
@@ -36,7 +40,6 @@ use std::future::Future;
 use std::ops::Range;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
@@ -44,13 +47,14 @@ use tokio::task::JoinSet;
 
 use crate::buffer_pool::MemoryPermit;
 use crate::checksum::{Claim, Hasher, S3ChecksumAlgorithm, Sum, Verifier};
-use crate::client::Shared;
+use crate::context::Context;
 use crate::error::{Error, ErrorKind, Operation, Result};
-use crate::http::Body;
+use crate::object_client::{GetPart, ObjectClient, ResponseBody};
 use crate::retry::Retry;
 use crate::s3::get_object::RangeHead;
-use crate::scheduler::ConnectionSlot;
+use crate::scheduler::{Admission, ConnectionSlot};
 use crate::types::{ObjectInfo, Verification};
+use options::GetOptions;
 use verify::{Check, TeeChunk};
 
 const OP: Operation = Operation::GetObject;
@@ -180,6 +184,30 @@ fn clone_error(err: &Error) -> Error {
     e
 }
 
+/// What one download reads: the object and the caller's [`GetOptions`].
+#[derive(Debug)]
+pub(crate) struct Download {
+    pub(crate) bucket: Arc<str>,
+    pub(crate) key: Arc<str>,
+    pub(crate) options: GetOptions,
+}
+
+impl Download {
+    pub(crate) fn new(bucket: &str, key: &str, options: &GetOptions) -> Arc<Download> {
+        Arc::new(Download { bucket: bucket.into(), key: key.into(), options: options.clone() })
+    }
+
+    /// The part size of this download: the caller's or the client's.
+    fn part_size<C: ObjectClient>(&self, ctx: &Context<C>) -> u64 {
+        self.options.part_size_bytes.unwrap_or(ctx.config.part_size_bytes).max(1)
+    }
+
+    /// Whether the bytes are verified against the stored checksum.
+    fn verifies<C: ObjectClient>(&self, ctx: &Context<C>) -> bool {
+        self.options.verifies(ctx.config.checksums.verify_downloads)
+    }
+}
+
 /// Runs one download to completion: the driver described in the module docs. Returns how
 /// its bytes were verified.
 ///
@@ -187,20 +215,18 @@ fn clone_error(err: &Error) -> Error {
 /// the damaged part is unknown, so the whole download runs once more when its bytes can still
 /// be overwritten (the `Copy` delivery). A stream has handed its bytes out: its reader gets
 /// the error (through the driver) before the end of the stream, and it is final.
-pub(crate) async fn run(
-    shared: Arc<Shared>,
-    bucket: Arc<str>,
-    key: Arc<str>,
-    range: Option<Range<u64>>,
+pub(crate) async fn run<C: ObjectClient>(
+    ctx: Arc<Context<C>>,
+    job: Arc<Download>,
     delivery: Delivery,
     head_tx: oneshot::Sender<ObjectInfo>,
 ) -> Result<Verification> {
     let mut head = Head::Wanted(head_tx);
     let mut rerun = matches!(delivery, Delivery::Copy(_));
     loop {
-        match run_once(&shared, &bucket, &key, range.clone(), &delivery, &mut head).await? {
+        match run_once(&ctx, &job, &delivery, &mut head).await? {
             Outcome::Done(verification) => {
-                shared.metrics.add_download_verification(&verification);
+                ctx.metrics.add_download_verification(&verification);
                 return Ok(verification);
             }
             Outcome::WholeObjectMismatch(_) if rerun => rerun = false,
@@ -227,27 +253,31 @@ enum Outcome {
     WholeObjectMismatch(Error),
 }
 
-async fn run_once(
-    shared: &Arc<Shared>,
-    bucket: &Arc<str>,
-    key: &Arc<str>,
-    range: Option<Range<u64>>,
+fn window_of(delivery: &Delivery) -> Option<&Arc<Semaphore>> {
+    match delivery {
+        Delivery::Stream { window, .. } => Some(window),
+        Delivery::Copy(_) => None,
+    }
+}
+
+async fn run_once<C: ObjectClient>(
+    ctx: &Arc<Context<C>>,
+    job: &Arc<Download>,
     delivery: &Delivery,
     sent: &mut Head,
 ) -> Result<Outcome> {
-    let part_size = shared.config.part_size_bytes;
+    let part_size = job.part_size(ctx);
+    let range = job.options.range.clone();
     let (start, end) = range.as_ref().map_or((0, u64::MAX), |r| (r.start, r.end));
     if start >= end {
         return Err(Error::invalid(OP, format!("empty byte range {start}..{end}")));
     }
-    let memory = shared.scheduler.memory.reserve(part_size).await;
-    let window = acquire_window(delivery).await;
-    let slot = shared.scheduler.slot().await;
+    let admission = ctx.scheduler.admit(window_of(delivery), Some(part_size)).await;
     let first = start..end.min(start.saturating_add(part_size));
     // Verifying a whole download needs the object's checksum, which S3 sends only on an
     // unranged GET: ask for the whole object then and read only the first part from it.
-    let unranged = range.is_none() && shared.config.checksums.verify_downloads;
-    let (head, body) = open_first(shared, bucket, key, first, start == 0, unranged).await?;
+    let unranged = range.is_none() && job.verifies(ctx);
+    let (head, body) = open_first(ctx, job, first, start == 0, unranged).await?;
     if head.start != start {
         return Err(Error::new(ErrorKind::Protocol, OP, format!("asked for bytes from {start}, got {}", head.start)));
     }
@@ -258,12 +288,13 @@ async fn run_once(
         etag: head.etag.clone(),
         last_modified: head.last_modified.clone(),
         content_type: head.content_type.clone(),
+        version_id: head.version_id.clone(),
         verification: None,
     };
     *sent = match std::mem::replace(sent, Head::Taken) {
         Head::Wanted(tx) => {
             // Counted once per download, not again on a rerun.
-            shared.metrics.add_download_expected(limit - start);
+            ctx.metrics.add_download_expected(limit - start);
             tx.send(info.clone()).map_err(|_| Error::cancelled(OP))?;
             Head::Sent(info)
         }
@@ -276,7 +307,10 @@ async fn run_once(
     let validator = Arc::new(Validator { etag: head.etag.clone(), total });
     let mut tasks = JoinSet::new();
     let first_range = head.start..head.end.min(head.start + part_size);
-    let plan = verify::plan(shared, bucket, key, range.is_some(), &head, first_range.end >= limit).await;
+    let plan = match job.verifies(ctx) {
+        true => verify::plan(ctx, job, &head, first_range.end >= limit).await,
+        false => verify::Plan::none(crate::types::NotVerifiedReason::Disabled),
+    };
     let (first_check, part_check, ordered) = match &plan.check {
         Check::None => (PartCheck::None, PartCheck::None, None),
         Check::Response(claim) => (PartCheck::Whole(*claim), PartCheck::None, None),
@@ -288,40 +322,29 @@ async fn run_once(
     };
     let tee = ordered.as_ref().map(|(tx, _)| tx);
     let mut part_crcs = Vec::new();
-    let sink = make_sink(delivery, first_range.end - first_range.start, memory, window, tee);
-    tasks.spawn(part_task(
-        shared.clone(),
-        bucket.clone(),
-        key.clone(),
-        first_range.clone(),
-        validator.clone(),
-        Some((head, body)),
-        slot,
-        sink,
-        first_check,
-    ));
+    let job_of = |range: Range<u64>, admission: Admission, initial, check| {
+        let len = range.end - range.start;
+        let (sink, slot) = make_sink(delivery, len, admission, tee);
+        PartJob {
+            ctx: ctx.clone(),
+            download: job.clone(),
+            range,
+            validator: validator.clone(),
+            initial,
+            slot,
+            sink,
+            check,
+        }
+    };
+    tasks.spawn(job_of(first_range.clone(), admission, Some((head, body)), first_check).run());
 
     for range in plan::later_parts(first_range.end, limit, part_size) {
-        let memory = shared.scheduler.memory.reserve(range.end - range.start).await;
-        let window = acquire_window(delivery).await;
-        let slot = shared.scheduler.slot().await;
+        let admission = ctx.scheduler.admit(window_of(delivery), Some(range.end - range.start)).await;
         // Fail fast: stop admitting parts once one has failed.
         while let Some(done) = tasks.try_join_next() {
             part_crcs.extend(joined(done)?);
         }
-        let sink = make_sink(delivery, range.end - range.start, memory, window, tee);
-        let task = part_task(
-            shared.clone(),
-            bucket.clone(),
-            key.clone(),
-            range,
-            validator.clone(),
-            None,
-            slot,
-            sink,
-            part_check,
-        );
-        tasks.spawn(task);
+        tasks.spawn(job_of(range, admission, None, part_check).run());
     }
     while let Some(done) = tasks.join_next().await {
         part_crcs.extend(joined(done)?);
@@ -346,7 +369,7 @@ async fn run_once(
         _ => None,
     };
     if let Some((part, (algorithm, want, got))) = mismatch {
-        shared.metrics.add_failure(ErrorKind::ChecksumMismatch, false);
+        ctx.metrics.add_failure(ErrorKind::ChecksumMismatch, false);
         let what = match part {
             Some(n) => format!("upload part {n} of the object does not match its {algorithm} checksum"),
             None => format!("the object's bytes do not match its {algorithm} checksum"),
@@ -360,7 +383,7 @@ async fn run_once(
     if matches!(plan.verification, Verification::FullObject(_) | Verification::Parts { .. })
         && !matches!(first_check, PartCheck::Whole(_))
     {
-        shared.metrics.add_verified();
+        ctx.metrics.add_verified();
     }
     Ok(Outcome::Done(plan.verification))
 }
@@ -369,21 +392,16 @@ fn joined(done: std::result::Result<Result<Option<PartCrc>>, tokio::task::JoinEr
     done.map_err(|_| Error::new(ErrorKind::Internal, OP, "a part task panicked").with_retryable(false))?
 }
 
-async fn acquire_window(delivery: &Delivery) -> Option<OwnedSemaphorePermit> {
-    match delivery {
-        Delivery::Stream { window, .. } => Some(window.clone().acquire_owned().await.expect("window never closed")),
-        _ => None,
-    }
-}
-
+/// Where a part admitted with `admission` puts its bytes; returns the sink and the slot the
+/// part's exchange holds.
 fn make_sink(
     delivery: &Delivery,
     len: u64,
-    memory: MemoryPermit,
-    window: Option<OwnedSemaphorePermit>,
+    admission: Admission,
     tee: Option<&mpsc::UnboundedSender<TeeChunk>>,
-) -> PartSink {
-    let permit = Arc::new(memory);
+) -> (PartSink, ConnectionSlot) {
+    let Admission { window, memory, slot } = admission;
+    let permit = Arc::new(memory.expect("download parts reserve memory"));
     let out = match delivery {
         Delivery::Copy(tx) => Out::Copy(tx.clone()),
         Delivery::Stream { parts, .. } => {
@@ -398,26 +416,56 @@ fn make_sink(
             Out::Stream(tx)
         }
     };
-    PartSink { out, permit, tee: tee.cloned() }
+    (PartSink { out, permit, tee: tee.cloned() }, slot)
+}
+
+/// What the caller's conditions failing on the first request means: a 412 to the caller's
+/// `If-Match` is [`ErrorKind::PreconditionFailed`] (the S3 layer calls every 412
+/// `ObjectChanged`, which is what it means for the pinned later parts), a 304 to
+/// `If-None-Match` is [`ErrorKind::NotModified`]. Both are final.
+pub(crate) fn condition_error(options: &GetOptions, e: Error) -> Error {
+    let kind = match e.http_status() {
+        Some(412) if options.if_match.is_some() => ErrorKind::PreconditionFailed,
+        Some(304) if options.if_none_match.is_some() => ErrorKind::NotModified,
+        _ => return e,
+    };
+    let what = match kind {
+        ErrorKind::NotModified => "the object still has the ETag given as If-None-Match",
+        _ => "the object does not have the ETag given as If-Match",
+    };
+    let mut out = Error::new(kind, e.operation(), format!("{what} ({e})")).with_retryable(false);
+    if let Some(status) = e.http_status() {
+        out = out.with_http(status, e.s3_code().map(str::to_string), e.request_id().map(str::to_string));
+    }
+    out
 }
 
 /// The first request: discovers size and ETag (see the module docs for 416 and 200). A 416
 /// means an empty object only when the read starts at 0 (`may_be_empty`); otherwise the range
 /// lies past the end of the object and the 416 is the answer.
-async fn open_first(
-    shared: &Shared,
-    bucket: &str,
-    key: &str,
+async fn open_first<C: ObjectClient>(
+    ctx: &Context<C>,
+    job: &Download,
     first: Range<u64>,
     may_be_empty: bool,
     unranged: bool,
-) -> Result<(RangeHead, Body)> {
-    let mut retry = Retry::new(&shared.s3.retry);
+) -> Result<(RangeHead, C::Body)> {
+    let o = &job.options;
+    let mut part = GetPart {
+        range: (!unranged).then(|| first.clone()),
+        if_match: o.if_match.as_deref(),
+        if_none_match: o.if_none_match.as_deref(),
+        version_id: o.version_id.as_deref(),
+        checksum_mode: job.verifies(ctx),
+    };
+    let mut retry = Retry::new(ctx.store.retry_policy());
     loop {
-        let asked = (!unranged).then(|| first.clone());
-        let result = match shared.s3.get_range(bucket, key, asked, None, retry.attempt()).await {
+        let result = match ctx.store.get(&job.bucket, &job.key, &part, retry.attempt()).await {
             Err(e) if may_be_empty && e.http_status() == Some(416) => {
-                shared.s3.get_range(bucket, key, None, None, retry.attempt()).await
+                part.range = None;
+                let whole = ctx.store.get(&job.bucket, &job.key, &part, retry.attempt()).await;
+                part.range = (!unranged).then(|| first.clone());
+                whole
             }
             other => other,
         };
@@ -426,71 +474,37 @@ async fn open_first(
                 retry.succeeded();
                 return Ok(v);
             }
-            Err(e) => retry.on_error(e).await?,
+            Err(e) => retry.on_error(condition_error(o, e)).await?,
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn part_task(
-    shared: Arc<Shared>,
-    bucket: Arc<str>,
-    key: Arc<str>,
+/// One part request, admitted and ready to run in a task of its own.
+struct PartJob<C: ObjectClient> {
+    ctx: Arc<Context<C>>,
+    download: Arc<Download>,
     range: Range<u64>,
     validator: Arc<Validator>,
-    initial: Option<(RangeHead, Body)>,
+    /// The first part's answer, already open.
+    initial: Option<(RangeHead, C::Body)>,
     slot: ConnectionSlot,
-    mut sink: PartSink,
+    sink: PartSink,
     check: PartCheck,
-) -> Result<Option<PartCrc>> {
-    let start = range.start;
-    let result = fetch_part(&shared, &bucket, &key, range, &validator, initial, &mut sink, check).await;
-    drop(slot);
-    if let Err(e) = &result {
-        sink.fail(e);
-    }
-    result.map(|crc| crc.map(|(sum, len)| (start, sum, len)))
 }
 
-/// Receives `range` into `sink`, retrying and resuming from the first byte not yet delivered.
-/// A checksum mismatch restarts the part from its first byte (the bad byte could be anywhere).
-#[allow(clippy::too_many_arguments)]
-async fn fetch_part(
-    shared: &Shared,
-    bucket: &str,
-    key: &str,
-    range: Range<u64>,
-    validator: &Validator,
-    mut initial: Option<(RangeHead, Body)>,
-    sink: &mut PartSink,
-    check: PartCheck,
-) -> Result<Option<(Sum, u64)>> {
-    let (expected, hasher) = match check {
-        PartCheck::None => (None, None),
-        PartCheck::Whole(claim) => (Some(claim), None),
-        PartCheck::Crc(algorithm) => (None, Some(algorithm.hasher())),
-    };
-    let mut progress = Progress { next: range.start, expected, verifier: None, held: Vec::new(), hasher };
-    let mut retry = Retry::new(&shared.s3.retry);
-    let req = PartRequest { shared, bucket, key, range: range.clone(), validator };
-    loop {
-        let started = Instant::now();
-        let result = req.attempt(initial.take(), &mut progress, sink, retry.attempt(), started).await;
-        match result {
-            Ok(()) => {
-                retry.succeeded();
-                shared.part_latency.record(started.elapsed(), range.end - range.start, shared.config.part_size_bytes);
-                return Ok(progress.hasher.map(|h| (h.finish(), h.len())));
-            }
-            Err(e) => {
-                if e.kind() == ErrorKind::ChecksumMismatch {
-                    progress.next = range.start;
-                    progress.verifier = None;
-                    progress.held.clear();
-                }
-                retry.on_error(e).await?
-            }
+impl<C: ObjectClient> PartJob<C> {
+    /// Receives the part into its sink (with retries); frees the slot when the exchange ends.
+    /// A failure is passed to a stream's reader too.
+    async fn run(self) -> Result<Option<PartCrc>> {
+        let PartJob { ctx, download, range, validator, initial, slot, mut sink, check } = self;
+        let start = range.start;
+        let req = PartRequest { ctx: &ctx, download: &download, range, validator: &validator };
+        let result = req.fetch(initial, &mut sink, check).await;
+        drop(slot);
+        if let Err(e) = &result {
+            sink.fail(e);
         }
+        result.map(|crc| crc.map(|(sum, len)| (start, sum, len)))
     }
 }
 
@@ -511,39 +525,83 @@ struct Progress {
 }
 
 /// One part's request parameters.
-struct PartRequest<'a> {
-    shared: &'a Shared,
-    bucket: &'a str,
-    key: &'a str,
+struct PartRequest<'a, C: ObjectClient> {
+    ctx: &'a Context<C>,
+    download: &'a Download,
     range: Range<u64>,
     validator: &'a Validator,
 }
 
 /// A response body being read, and the object offset of its next byte.
-struct Source {
+struct Source<B> {
     pos: u64,
-    body: Body,
+    body: B,
     hedge: bool,
     /// An unranged first answer runs past the part: bytes beyond the part are ignored.
     overruns: bool,
 }
 
-type HedgeFuture<'a> = Pin<Box<dyn Future<Output = Result<(RangeHead, Body, ConnectionSlot)>> + Send + 'a>>;
+type HedgeFuture<'a, B> = Pin<Box<dyn Future<Output = Result<(RangeHead, B, ConnectionSlot)>> + Send + 'a>>;
 
-impl PartRequest<'_> {
-    async fn open(&self, from: u64, attempt: u32) -> Result<(RangeHead, Body)> {
-        let etag = self.validator.etag.as_deref();
-        self.shared.s3.get_range(self.bucket, self.key, Some(from..self.range.end), etag, attempt).await
+impl<C: ObjectClient> PartRequest<'_, C> {
+    /// Receives the range into `sink`, retrying and resuming from the first byte not yet
+    /// delivered. A checksum mismatch restarts the part from its first byte (the bad byte
+    /// could be anywhere).
+    async fn fetch(
+        &self,
+        mut initial: Option<(RangeHead, C::Body)>,
+        sink: &mut PartSink,
+        check: PartCheck,
+    ) -> Result<Option<(Sum, u64)>> {
+        let (expected, hasher) = match check {
+            PartCheck::None => (None, None),
+            PartCheck::Whole(claim) => (Some(claim), None),
+            PartCheck::Crc(algorithm) => (None, Some(algorithm.hasher())),
+        };
+        let range = &self.range;
+        let mut progress = Progress { next: range.start, expected, verifier: None, held: Vec::new(), hasher };
+        let mut retry = Retry::new(self.ctx.store.retry_policy());
+        loop {
+            let started = tokio::time::Instant::now();
+            let result = self.attempt(initial.take(), &mut progress, sink, retry.attempt(), started).await;
+            match result {
+                Ok(()) => {
+                    retry.succeeded();
+                    let part_size = self.download.part_size(self.ctx);
+                    self.ctx.part_latency.record(started.elapsed(), range.end - range.start, part_size);
+                    return Ok(progress.hasher.map(|h| (h.finish(), h.len())));
+                }
+                Err(e) => {
+                    if e.kind() == ErrorKind::ChecksumMismatch {
+                        progress.next = range.start;
+                        progress.verifier = None;
+                        progress.held.clear();
+                    }
+                    retry.on_error(e).await?
+                }
+            }
+        }
+    }
+
+    async fn open(&self, from: u64, attempt: u32) -> Result<(RangeHead, C::Body)> {
+        let part = GetPart {
+            range: Some(from..self.range.end),
+            if_match: self.validator.etag.as_deref(),
+            if_none_match: None,
+            version_id: self.download.options.version_id.as_deref(),
+            checksum_mode: false,
+        };
+        self.ctx.store.get(&self.download.bucket, &self.download.key, &part, attempt).await
     }
 
     /// One attempt: reads from `next` to the end of the range, hedging if the part is slow.
     async fn attempt(
         &self,
-        initial: Option<(RangeHead, Body)>,
+        initial: Option<(RangeHead, C::Body)>,
         progress: &mut Progress,
         sink: &mut PartSink,
         attempt: u32,
-        started: Instant,
+        started: tokio::time::Instant,
     ) -> Result<()> {
         let (head, body) = match initial {
             Some(first) => first,
@@ -555,14 +613,14 @@ impl PartRequest<'_> {
             progress.verifier = progress.expected.map(Verifier::new);
         }
         let mut primary = Source { pos: progress.next, body, hedge: false, overruns };
-        let mut secondary: Option<Source> = None;
-        let hedge_after = self.shared.part_latency.hedge_after(
-            &self.shared.config.hedging,
+        let mut secondary: Option<Source<C::Body>> = None;
+        let hedge_after = self.ctx.part_latency.hedge_after(
+            &self.ctx.config.hedging,
             self.range.end - self.range.start,
-            self.shared.config.part_size_bytes,
+            self.download.part_size(self.ctx),
         );
-        let mut hedge_at = hedge_after.map(|d| tokio::time::Instant::from_std(started + d));
-        let mut pending: Option<HedgeFuture<'_>> = None;
+        let mut hedge_at = hedge_after.map(|d| started + d);
+        let mut pending: Option<HedgeFuture<'_, C::Body>> = None;
         let mut hedge_slot: Option<ConnectionSlot> = None;
         while progress.next < self.range.end {
             tokio::select! {
@@ -603,8 +661,8 @@ impl PartRequest<'_> {
                 }
                 _ = tokio::time::sleep_until(hedge_at.unwrap_or_else(tokio::time::Instant::now)), if hedge_at.is_some() => {
                     hedge_at = None;
-                    if let Some(slot) = self.shared.scheduler.try_slot() {
-                        self.shared.metrics.add_hedge(false);
+                    if let Some(slot) = self.ctx.scheduler.try_slot() {
+                        self.ctx.metrics.add_hedge(false);
                         let from = progress.next;
                         pending = Some(Box::pin(async move {
                             let (head, body) = self.open(from, 0).await?;
@@ -616,7 +674,7 @@ impl PartRequest<'_> {
         }
         let hedge_won = primary.hedge || secondary.as_ref().is_some_and(|s| s.pos == self.range.end);
         if hedge_won {
-            self.shared.metrics.add_hedge(true);
+            self.ctx.metrics.add_hedge(true);
         }
         // A body that delivered its last byte is read to its end so its connection goes back
         // to the pool; the other (still behind) is dropped, which closes its connection.
@@ -636,7 +694,7 @@ impl PartRequest<'_> {
                     format!("the bytes received do not match the object's {algorithm} checksum (expected {want}, computed {got})"),
                 ));
             }
-            self.shared.metrics.add_verified();
+            self.ctx.metrics.add_verified();
         }
         let mut offset = self.range.start;
         for data in std::mem::take(&mut progress.held) {
@@ -651,7 +709,7 @@ impl PartRequest<'_> {
     /// may have delivered the rest already), or checks that an ended body ended where it should.
     fn take(
         &self,
-        source: &mut Source,
+        source: &mut Source<C::Body>,
         chunk: Result<Option<Bytes>>,
         progress: &mut Progress,
         sink: &mut PartSink,

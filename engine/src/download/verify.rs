@@ -35,9 +35,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
+use super::Download;
 use crate::buffer_pool::MemoryPermit;
 use crate::checksum::{check, Claim, Hasher, Mismatch, S3ChecksumAlgorithm, Sum};
-use crate::client::Shared;
+use crate::context::Context;
+use crate::object_client::ObjectClient;
 use crate::s3::get_object::RangeHead;
 use crate::types::{NotVerifiedReason, Verification};
 
@@ -65,7 +67,7 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    fn none(reason: NotVerifiedReason) -> Plan {
+    pub(crate) fn none(reason: NotVerifiedReason) -> Plan {
         Plan { check: Check::None, verification: Verification::NotVerified(reason) }
     }
 
@@ -83,24 +85,20 @@ impl Plan {
 
 /// Decides how the download whose first answer is `head` is checked (see the module docs).
 /// `single_part`: the first part is the whole download.
-pub(crate) async fn plan(
-    shared: &Shared,
-    bucket: &str,
-    key: &str,
-    ranged: bool,
+/// The caller decided the download verifies at all ([`super::Download::verifies`]).
+pub(crate) async fn plan<C: ObjectClient>(
+    ctx: &Context<C>,
+    job: &Download,
     head: &RangeHead,
     single_part: bool,
 ) -> Plan {
-    if !shared.config.checksums.verify_downloads {
-        return Plan::none(NotVerifiedReason::Disabled);
-    }
-    if ranged {
+    if job.options.range.is_some() {
         return Plan::none(NotVerifiedReason::RangedRead);
     }
     let Some(claim) = head.claim else { return Plan::none(NotVerifiedReason::NoChecksum) };
     let Some(count) = claim.composite else { return Plan::full_object(claim, single_part, head.total) };
     let unverifiable = Plan::none(NotVerifiedReason::Composite(claim.algorithm));
-    let attrs = match shared.s3.object_parts(bucket, key, claim.algorithm).await {
+    let attrs = match ctx.store.object_parts(&job.bucket, &job.key, claim.algorithm).await {
         Ok(a) => a,
         Err(e) => {
             tracing::info!(error = %e, "no part checksums (GetObjectAttributes); the download is not verified");

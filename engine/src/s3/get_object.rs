@@ -1,13 +1,12 @@
 //! GetObject for one byte range (one part of a download).
 
-use std::ops::Range;
-
 use http::{header, Method, StatusCode};
 
 use super::{header_str, S3Request, S3};
 use crate::checksum::Claim;
 use crate::error::{Error, ErrorKind, Operation};
 use crate::http::Body;
+use crate::object_client::GetPart;
 
 /// What a ranged GET's response head says.
 #[derive(Debug, Clone)]
@@ -22,31 +21,29 @@ pub(crate) struct RangeHead {
     pub(crate) total: u64,
     pub(crate) last_modified: Option<String>,
     pub(crate) content_type: Option<String>,
+    /// `x-amz-version-id`: the version served (versioned buckets only).
+    pub(crate) version_id: Option<String>,
     /// The object's checksum, when this answer is the whole object and says one (and
     /// downloads are verified).
     pub(crate) claim: Option<Claim>,
 }
 
 impl S3 {
-    /// One attempt at `GET bucket/key` for `range` (or the whole object when `None`),
-    /// conditional on `if_match`.
-    pub(crate) async fn get_range(
+    /// One attempt at the GET `part` describes (a byte range or the whole object, its
+    /// conditions and version).
+    pub(crate) async fn get_part(
         &self,
         bucket: &str,
         key: &str,
-        range: Option<Range<u64>>,
-        if_match: Option<&str>,
+        part: &GetPart<'_>,
         attempt: u32,
     ) -> Result<(RangeHead, Body), Error> {
         let op = Operation::GetObject;
-        let mut req = S3Request::new(op, Method::GET, bucket, Some(key));
-        if let Some(r) = &range {
+        let mut req = S3Request::new(op, Method::GET, bucket, Some(key)).conditions(part)?;
+        if let Some(r) = &part.range {
             req = req.header(header::RANGE, &format!("bytes={}-{}", r.start, r.end - 1))?;
         }
-        if let Some(etag) = if_match {
-            req = req.header(header::IF_MATCH, etag)?;
-        }
-        if self.checksums.verify_downloads {
+        if part.checksum_mode {
             req = req.header(http::HeaderName::from_static("x-amz-checksum-mode"), "ENABLED")?;
         }
         let response = self.send(&req, attempt).await?;
@@ -83,14 +80,32 @@ impl S3 {
             total,
             last_modified: header_str(h, "last-modified"),
             content_type: header_str(h, "content-type"),
+            version_id: header_str(h, "x-amz-version-id"),
             // S3 omits checksums on ranged answers; a server that sends one anyway for a
             // partial body would be giving the whole object's value, which the bytes cannot match.
-            claim: match self.checksums.verify_downloads && start == 0 && end == total {
+            claim: match part.checksum_mode && start == 0 && end == total {
                 true => Claim::from_headers(h),
                 false => None,
             },
         };
         Ok((head, body))
+    }
+}
+
+impl<'a> S3Request<'a> {
+    /// Adds what GET and HEAD share: the version asked for and the caller's conditions
+    /// (`If-Match`, `If-None-Match`).
+    pub(crate) fn conditions(mut self, part: &GetPart<'_>) -> Result<Self, Error> {
+        if let Some(v) = part.version_id {
+            self = self.query("versionId", v);
+        }
+        if let Some(etag) = part.if_match {
+            self = self.header(header::IF_MATCH, etag)?;
+        }
+        if let Some(etag) = part.if_none_match {
+            self = self.header(header::IF_NONE_MATCH, etag)?;
+        }
+        Ok(self)
     }
 }
 

@@ -1,29 +1,35 @@
 //! Admission of part requests: who may send next.
 //!
 //! Every transfer (a *meta-request*: one download or one upload) is driven by one driver task
-//! that walks its parts in order. Before a part request is sent, the driver must hold two
-//! things:
+//! that walks its parts in order. Before a part request is sent, the driver asks
+//! [`Scheduler::admit`] for everything the part needs, in this order:
 //!
-//! 1. a **memory reservation** for the bytes the part will keep (from the
-//!    [`BufferPool`](crate::buffer_pool::BufferPool) budget), and
-//! 2. a **connection slot**: the number of slots is the configured connection count, so it
-//!    bounds concurrent requests and therefore open connections.
+//! 1. the transfer's own **read window** (in-order streams only): at most `read_window /
+//!    part_size` parts may be fetched ahead of the reader. It is taken first because it is
+//!    the transfer's own gate: a stream whose reader lags waits here *holding nothing shared*
+//!    (no memory reservation, no slot), so it cannot starve other transfers;
+//! 2. a **memory reservation** for the bytes the part will keep (from the
+//!    [`BufferPool`] budget); caller-owned bytes (an upload from the caller's
+//!    buffer) need none;
+//! 3. a **connection slot**: the number of slots is the configured connection count, so it
+//!    bounds concurrent requests and therefore open connections. It is taken last, so a
+//!    transfer waiting for memory never idles a connection.
 //!
-//! Both are tokio semaphores, which serve waiters first-come first-served. Because each driver
-//! waits for one part at a time, two concurrent transfers end up alternating at both gates:
-//! a huge download cannot starve a small one that starts later, it only shares the slots with
-//! it round-robin. A driver never holds a slot while it waits for memory (memory is taken
-//! first), so a transfer blocked on memory does not idle a connection.
+//! The gates are tokio semaphores, which serve waiters first-come first-served. Because each
+//! driver waits for one part at a time, concurrent transfers alternate at every gate: a huge
+//! download cannot starve a small one that starts later, it only shares the slots with it
+//! round-robin.
 //!
-//! The slot is given back when the part's HTTP exchange ends; the memory reservation lives
-//! as long as the part's bytes are held (until written to a file, copied to the caller, or
-//! read from a stream), which is how a slow stream reader pushes back on the network.
+//! The slot is given back when the part's HTTP exchange ends; the memory reservation (and the
+//! window permit) live as long as the part's bytes are held (until written to a file, copied
+//! to the caller, or read from a stream), which is how a slow consumer pushes back on the
+//! network.
 
 use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::buffer_pool::BufferPool;
+use crate::buffer_pool::{BufferPool, MemoryPermit};
 
 /// The two admission gates shared by all transfers of a client.
 #[derive(Debug)]
@@ -35,12 +41,38 @@ pub(crate) struct Scheduler {
 /// Permission to run one HTTP exchange; dropping it frees the slot.
 pub(crate) type ConnectionSlot = OwnedSemaphorePermit;
 
+/// Everything one part request was admitted with (see the module docs for the order).
+#[derive(Debug)]
+pub(crate) struct Admission {
+    /// The part's share of its stream's read window (streams only).
+    pub(crate) window: Option<OwnedSemaphorePermit>,
+    /// The part's memory reservation (`None` when the bytes are the caller's).
+    pub(crate) memory: Option<MemoryPermit>,
+    pub(crate) slot: ConnectionSlot,
+}
+
 impl Scheduler {
     pub(crate) fn new(max_connections: usize, memory_limit_bytes: u64) -> Self {
         Scheduler { slots: Arc::new(Semaphore::new(max_connections)), memory: BufferPool::new(memory_limit_bytes) }
     }
 
-    /// Waits for a free connection slot (FIFO across all transfers).
+    /// Admits one part request: waits for `window` (a stream's read window), then reserves
+    /// `memory_bytes` (when the part keeps bytes of its own), then a connection slot.
+    pub(crate) async fn admit(&self, window: Option<&Arc<Semaphore>>, memory_bytes: Option<u64>) -> Admission {
+        let window = match window {
+            Some(w) => Some(w.clone().acquire_owned().await.expect("a read window is never closed")),
+            None => None,
+        };
+        let memory = match memory_bytes {
+            Some(bytes) => Some(self.memory.reserve(bytes).await),
+            None => None,
+        };
+        let slot = self.slot().await;
+        Admission { window, memory, slot }
+    }
+
+    /// Waits for a free connection slot (FIFO across all transfers): for requests that keep
+    /// no bytes (CreateMultipartUpload, CompleteMultipartUpload, PutObject of caller bytes).
     pub(crate) async fn slot(&self) -> ConnectionSlot {
         self.slots.clone().acquire_owned().await.expect("the slot semaphore is never closed")
     }

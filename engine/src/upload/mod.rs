@@ -10,6 +10,8 @@
 //! Part sizes grow so that no upload needs more than S3's 10,000 parts: for a known size the
 //! part size is raised up front; for a stream of unknown length it doubles every 1,000 parts.
 
+#[cfg(test)]
+mod driver_tests;
 pub(crate) mod options;
 pub(crate) mod writer;
 
@@ -21,13 +23,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::task::JoinSet;
 
-use crate::buffer_pool::MemoryPermit;
 use crate::checksum::{Crc, PartHasher};
-use crate::client::Shared;
 use crate::config::{MAX_PARTS, MAX_PART_SIZE, MIB};
+use crate::context::Context;
 use crate::error::{Error, ErrorKind, Operation, Result};
+use crate::object_client::ObjectClient;
 use crate::s3::upload_part::UploadedPart;
-use crate::scheduler::ConnectionSlot;
+use crate::scheduler::Admission;
 use crate::types::PutOutput;
 use options::PutOptions;
 
@@ -64,8 +66,8 @@ pub(crate) enum PartBody {
 
 /// One multipart upload in progress.
 #[derive(Debug)]
-pub(crate) struct Multipart {
-    shared: Arc<Shared>,
+pub(crate) struct Multipart<C: ObjectClient> {
+    shared: Arc<Context<C>>,
     bucket: Arc<str>,
     key: Arc<str>,
     upload_id: Arc<str>,
@@ -75,16 +77,16 @@ pub(crate) struct Multipart {
     ended: bool,
 }
 
-impl Multipart {
+impl<C: ObjectClient> Multipart<C> {
     /// CreateMultipartUpload. Runs on the engine runtime.
     pub(crate) async fn create(
-        shared: Arc<Shared>,
+        shared: Arc<Context<C>>,
         bucket: Arc<str>,
         key: Arc<str>,
         options: Arc<PutOptions>,
     ) -> Result<Self> {
         let slot = shared.scheduler.slot().await;
-        let upload_id = shared.s3.create_multipart(&bucket, &key, &options).await?;
+        let upload_id = shared.store.create_multipart(&bucket, &key, &options).await?;
         drop(slot);
         Ok(Multipart {
             shared,
@@ -106,22 +108,17 @@ impl Multipart {
         Ok(())
     }
 
-    /// Starts uploading part `number` on the engine runtime, holding `slot` and `memory`.
-    pub(crate) fn spawn_part(
-        &mut self,
-        number: u32,
-        body: PartBody,
-        len: u64,
-        slot: ConnectionSlot,
-        memory: Option<MemoryPermit>,
-    ) -> Result<()> {
+    /// Starts uploading part `number` on the engine runtime, holding what it was admitted
+    /// with (a slot, and memory when it reads into a buffer of its own).
+    pub(crate) fn spawn_part(&mut self, number: u32, body: PartBody, len: u64, admission: Admission) -> Result<()> {
         if u64::from(number) > MAX_PARTS {
             return Err(Error::invalid(Operation::UploadPart, "the upload needs more than 10,000 parts"));
         }
         self.size += len;
         let (shared, bucket, key, id) =
             (self.shared.clone(), self.bucket.clone(), self.key.clone(), self.upload_id.clone());
-        self.tasks.spawn_on(upload_part_task(shared, bucket, key, id, number, body, slot, memory), &self.shared.handle);
+        let part = PartUpload { ctx: shared, bucket, key, upload_id: id, number, body, admission };
+        self.tasks.spawn_on(part.run(), &self.shared.handle);
         Ok(())
     }
 
@@ -142,7 +139,7 @@ impl Multipart {
         parts.sort_unstable_by_key(|p| p.number);
         let count = parts.len() as u32;
         let slot = self.shared.scheduler.slot().await;
-        let etag = self.shared.s3.complete_multipart(&self.bucket, &self.key, &self.upload_id, parts).await?;
+        let etag = self.shared.store.complete_multipart(&self.bucket, &self.key, &self.upload_id, parts).await?;
         drop(slot);
         self.ended = true;
         Ok(PutOutput { etag: Some(etag), size: self.size, parts: count })
@@ -154,13 +151,13 @@ impl Multipart {
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
         self.ended = true;
-        if let Err(e) = self.shared.s3.abort_multipart(&self.bucket, &self.key, &self.upload_id).await {
+        if let Err(e) = self.shared.store.abort_multipart(&self.bucket, &self.key, &self.upload_id).await {
             tracing::warn!(error = %e, bucket = %self.bucket, key = %self.key, "AbortMultipartUpload failed; the upload may be left behind");
         }
     }
 }
 
-impl Drop for Multipart {
+impl<C: ObjectClient> Drop for Multipart<C> {
     fn drop(&mut self) {
         if self.ended {
             return;
@@ -172,7 +169,7 @@ impl Drop for Multipart {
         let tracked = self.shared.background.enter();
         self.shared.handle.spawn(async move {
             let _tracked = tracked;
-            if let Err(e) = shared.s3.abort_multipart(&bucket, &key, &id).await {
+            if let Err(e) = shared.store.abort_multipart(&bucket, &key, &id).await {
                 tracing::warn!(error = %e, %bucket, %key, "AbortMultipartUpload after cancel failed");
             }
         });
@@ -189,43 +186,48 @@ fn part_result(joined: std::result::Result<Result<UploadedPart>, tokio::task::Jo
     })?
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn upload_part_task(
-    shared: Arc<Shared>,
+/// One admitted UploadPart, ready to run in a task of its own.
+struct PartUpload<C: ObjectClient> {
+    ctx: Arc<Context<C>>,
     bucket: Arc<str>,
     key: Arc<str>,
     upload_id: Arc<str>,
     number: u32,
     body: PartBody,
-    slot: ConnectionSlot,
-    memory: Option<MemoryPermit>,
-) -> Result<UploadedPart> {
-    let (bytes, crc) = match body {
-        PartBody::Ready(b, crc) => (b, crc),
-        PartBody::File(file, range) => read_file_range(&shared, file, range).await?,
-    };
-    let part = shared.s3.upload_part(&bucket, &key, &upload_id, number, bytes.clone(), crc).await?;
-    drop(slot);
-    // Recycle the buffer if nobody else holds it (hyper has dropped its copy by now).
-    if memory.is_some() {
-        if let Ok(buf) = bytes.try_into_mut() {
-            shared.scheduler.memory.give_back(buf.into());
+    admission: Admission,
+}
+
+impl<C: ObjectClient> PartUpload<C> {
+    async fn run(self) -> Result<UploadedPart> {
+        let PartUpload { ctx, bucket, key, upload_id, number, body, admission } = self;
+        let (bytes, crc) = match body {
+            PartBody::Ready(b, crc) => (b, crc),
+            PartBody::File(file, range) => read_file_range(&ctx, file, range).await?,
+        };
+        let part = ctx.store.upload_part(&bucket, &key, &upload_id, number, bytes.clone(), crc).await?;
+        let Admission { memory, slot, .. } = admission;
+        drop(slot);
+        // Recycle the buffer if nobody else holds it (hyper has dropped its copy by now).
+        if memory.is_some() {
+            if let Ok(buf) = bytes.try_into_mut() {
+                ctx.scheduler.memory.give_back(buf.into());
+            }
         }
+        drop(memory);
+        Ok(part)
     }
-    drop(memory);
-    Ok(part)
 }
 
 /// Reads `range` of `file` into a pooled buffer on the blocking pool, hashing each piece
 /// right after reading it (while it is in cache) when uploads carry a checksum.
-pub(crate) async fn read_file_range(
-    shared: &Arc<Shared>,
+pub(crate) async fn read_file_range<C: ObjectClient>(
+    shared: &Arc<Context<C>>,
     file: Arc<std::fs::File>,
     range: Range<u64>,
 ) -> Result<(Bytes, Option<Crc>)> {
     let len = (range.end - range.start) as usize;
     let mut buf = shared.scheduler.memory.take(len);
-    let mut hasher = shared.s3.upload_checksum_algorithm().map(PartHasher::new);
+    let mut hasher = shared.store.upload_checksum_algorithm().map(PartHasher::new);
     tokio::task::spawn_blocking(move || {
         buf.resize(len, 0);
         let mut at = 0;
@@ -244,8 +246,8 @@ pub(crate) async fn read_file_range(
 }
 
 /// Uploads caller bytes: zero-copy slices of `body` become the parts.
-pub(crate) async fn put_bytes(
-    shared: Arc<Shared>,
+pub(crate) async fn put_bytes<C: ObjectClient>(
+    shared: Arc<Context<C>>,
     bucket: Arc<str>,
     key: Arc<str>,
     options: Arc<PutOptions>,
@@ -254,7 +256,7 @@ pub(crate) async fn put_bytes(
     let size = body.len() as u64;
     if size <= shared.config.multipart_threshold_bytes {
         let slot = shared.scheduler.slot().await;
-        let etag = shared.s3.put_object(&bucket, &key, &options, body).await?;
+        let etag = shared.store.put_object(&bucket, &key, &options, body).await?;
         drop(slot);
         return Ok(PutOutput { etag: Some(etag), size, parts: 1 });
     }
@@ -265,8 +267,8 @@ pub(crate) async fn put_bytes(
 }
 
 /// Uploads a file with parallel positional reads.
-pub(crate) async fn put_file(
-    shared: Arc<Shared>,
+pub(crate) async fn put_file<C: ObjectClient>(
+    shared: Arc<Context<C>>,
     bucket: Arc<str>,
     key: Arc<str>,
     options: Arc<PutOptions>,
@@ -296,8 +298,8 @@ pub(crate) async fn put_file(
 /// A multipart upload of `size` bytes whose parts come from `part(range)`. With
 /// `reserve_memory`, each part first reserves its bytes from the budget (it will read them
 /// into a buffer); caller-owned bytes need no reservation.
-async fn multipart_known_size(
-    shared: Arc<Shared>,
+async fn multipart_known_size<C: ObjectClient>(
+    shared: Arc<Context<C>>,
     bucket: Arc<str>,
     key: Arc<str>,
     options: Arc<PutOptions>,
@@ -310,13 +312,9 @@ async fn multipart_known_size(
     let submitted = async {
         for (i, start) in (0..size).step_by(part_size as usize).enumerate() {
             let end = (start + part_size).min(size);
-            let memory = match reserve_memory {
-                true => Some(shared.scheduler.memory.reserve(end - start).await),
-                false => None,
-            };
-            let slot = shared.scheduler.slot().await;
+            let admission = shared.scheduler.admit(None, reserve_memory.then_some(end - start)).await;
             mp.reap()?;
-            mp.spawn_part(i as u32 + 1, part(start..end), end - start, slot, memory)?;
+            mp.spawn_part(i as u32 + 1, part(start..end), end - start, admission)?;
         }
         Ok(())
     }

@@ -7,8 +7,11 @@ use bytes::Bytes;
 use super::{stream_part_size, Multipart, PartBody, PutOptions};
 use crate::buffer_pool::MemoryPermit;
 use crate::checksum::PartHasher;
-use crate::client::Shared;
+use crate::context::Context;
 use crate::error::{Operation, Result};
+use crate::object_client::ObjectClient;
+use crate::s3::S3;
+use crate::scheduler::Admission;
 use crate::task::TaskHandle;
 use crate::types::PutOutput;
 
@@ -23,14 +26,56 @@ use crate::types::PutOutput;
 /// everything, including parts already on the server.
 #[derive(Debug)]
 pub struct Upload {
-    shared: Arc<Shared>,
+    inner: Writer<S3>,
+}
+
+impl Upload {
+    pub(crate) fn new(shared: Arc<Context>, bucket: Arc<str>, key: Arc<str>, options: Arc<PutOptions>) -> Self {
+        Upload { inner: Writer::new(shared, bucket, key, options) }
+    }
+
+    /// Appends `data`, taking ownership instead of copying: every whole part's worth that
+    /// lines up with a part boundary is uploaded straight from `data`'s memory (which is held
+    /// until that part is on the server); only the remainder is copied into a part buffer.
+    /// Hand over large buffers (a multiple of the part size) to upload with no copy at all.
+    /// Waits while every connection is busy (backpressure).
+    pub async fn write_bytes(&mut self, data: Bytes) -> Result<()> {
+        self.inner.write_bytes(data).await
+    }
+
+    /// Appends a copy of `data`. Waits when the memory budget is exhausted (backpressure).
+    pub async fn write(&mut self, data: &[u8]) -> Result<()> {
+        self.inner.write(data).await
+    }
+
+    /// Bytes written so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.inner.written
+    }
+
+    /// Uploads what is left and completes the object.
+    pub async fn complete(self) -> Result<PutOutput> {
+        self.inner.complete().await
+    }
+
+    /// Discards the upload, aborting any multipart upload on the server, and waits for that.
+    pub async fn abort(self) -> Result<()> {
+        self.inner.abort().await
+    }
+}
+
+/// The writer behind [`Upload`], generic over the object store so it runs on the mock in
+/// unit tests.
+#[derive(Debug)]
+pub(crate) struct Writer<C: ObjectClient> {
+    shared: Arc<Context<C>>,
     bucket: Arc<str>,
     key: Arc<str>,
     options: Arc<PutOptions>,
     buf: Vec<u8>,
     buf_permit: Option<MemoryPermit>,
     part_number: u32,
-    multipart: Option<Multipart>,
+    multipart: Option<Multipart<C>>,
     written: u64,
     /// The CRC of `buf`, computed as bytes are copied in (None when uploads carry none).
     hasher: Option<PartHasher>,
@@ -39,9 +84,9 @@ pub struct Upload {
     held: Option<Bytes>,
 }
 
-impl Upload {
-    pub(crate) fn new(shared: Arc<Shared>, bucket: Arc<str>, key: Arc<str>, options: Arc<PutOptions>) -> Self {
-        Upload {
+impl<C: ObjectClient> Writer<C> {
+    pub(crate) fn new(shared: Arc<Context<C>>, bucket: Arc<str>, key: Arc<str>, options: Arc<PutOptions>) -> Self {
+        Writer {
             shared,
             bucket,
             key,
@@ -66,7 +111,7 @@ impl Upload {
     /// until that part is on the server); only the remainder is copied into a part buffer.
     /// Hand over large buffers (a multiple of the part size) to upload with no copy at all.
     /// Waits while every connection is busy (backpressure).
-    pub async fn write_bytes(&mut self, mut data: Bytes) -> Result<()> {
+    pub(crate) async fn write_bytes(&mut self, mut data: Bytes) -> Result<()> {
         while !data.is_empty() {
             self.flush_before_more().await?;
             let part_size = self.current_part_size() as usize;
@@ -82,14 +127,14 @@ impl Upload {
     }
 
     /// Appends a copy of `data`. Waits when the memory budget is exhausted (backpressure).
-    pub async fn write(&mut self, mut data: &[u8]) -> Result<()> {
+    pub(crate) async fn write(&mut self, mut data: &[u8]) -> Result<()> {
         while !data.is_empty() {
             self.flush_before_more().await?;
             let part_size = self.current_part_size() as usize;
             if self.buf_permit.is_none() {
                 self.buf_permit = Some(self.shared.scheduler.memory.reserve(part_size as u64).await);
                 self.buf = self.shared.scheduler.memory.take(part_size);
-                self.hasher = self.shared.s3.upload_checksum_algorithm().map(PartHasher::new);
+                self.hasher = self.shared.store.upload_checksum_algorithm().map(PartHasher::new);
             }
             let n = (part_size - self.buf.len()).min(data.len());
             match self.hasher.as_mut() {
@@ -112,11 +157,6 @@ impl Upload {
         Ok(())
     }
 
-    /// Bytes written so far.
-    pub fn bytes_written(&self) -> u64 {
-        self.written
-    }
-
     async fn flush_part(&mut self) -> Result<()> {
         if self.multipart.is_none() {
             let (shared, bucket, key) = (self.shared.clone(), self.bucket.clone(), self.key.clone());
@@ -125,6 +165,8 @@ impl Upload {
             self.multipart = Some(TaskHandle::spawn(&handle, Operation::CreateMultipartUpload, create).await?);
         }
         let slot = self.shared.scheduler.slot().await;
+        // The part's memory was reserved when its buffer was started.
+        let admission = Admission { window: None, memory: self.buf_permit.take(), slot };
         let mp = self.multipart.as_mut().expect("created above");
         mp.reap()?;
         // Caller-owned bytes are hashed by the part upload; copied ones were hashed on the way in.
@@ -133,13 +175,13 @@ impl Upload {
             None => (Bytes::from(std::mem::take(&mut self.buf)), self.hasher.take().map(|h| h.finish())),
         };
         let len = body.len() as u64;
-        mp.spawn_part(self.part_number, PartBody::Ready(body, crc), len, slot, self.buf_permit.take())?;
+        mp.spawn_part(self.part_number, PartBody::Ready(body, crc), len, admission)?;
         self.part_number += 1;
         Ok(())
     }
 
     /// Uploads what is left and completes the object.
-    pub async fn complete(mut self) -> Result<PutOutput> {
+    pub(crate) async fn complete(mut self) -> Result<PutOutput> {
         let handle = self.shared.handle.clone();
         match self.multipart.take() {
             None => {
@@ -163,7 +205,7 @@ impl Upload {
     }
 
     /// Discards the upload, aborting any multipart upload on the server, and waits for that.
-    pub async fn abort(mut self) -> Result<()> {
+    pub(crate) async fn abort(mut self) -> Result<()> {
         if let Some(mp) = self.multipart.take() {
             let handle = self.shared.handle.clone();
             TaskHandle::spawn(&handle, Operation::AbortMultipartUpload, async move {
@@ -176,7 +218,7 @@ impl Upload {
     }
 }
 
-impl Drop for Upload {
+impl<C: ObjectClient> Drop for Writer<C> {
     fn drop(&mut self) {
         if self.buf.capacity() > 0 {
             self.shared.scheduler.memory.give_back(std::mem::take(&mut self.buf));
