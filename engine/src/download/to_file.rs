@@ -24,7 +24,9 @@ pub(crate) async fn download_file<C: ObjectClient>(
     // One blocking thread per download does the positional writes: page-cache writes
     // can stall on dirty-page throttling and must not block a network worker.
     let (file, dest) = (temp.file.clone(), path.to_path_buf());
-    let writer = tokio::task::spawn_blocking(move || write_chunks(&file, &dest, rx));
+    // A range lands at the start of the file.
+    let base = job.options.range.as_ref().map_or(0, |r| r.start);
+    let writer = tokio::task::spawn_blocking(move || write_chunks(&file, &dest, base, rx));
     let (head_tx, mut head_rx) = oneshot::channel();
     let downloaded = super::run(ctx, job, Delivery::Copy(tx), head_tx).await;
     super::to_writer::join_writer(writer).await?;
@@ -34,12 +36,12 @@ pub(crate) async fn download_file<C: ObjectClient>(
     Ok(ObjectInfo { verification: Some(verification), ..info })
 }
 
-/// Writes chunks at their offsets into `file`, the temporary file of `dest` (the path errors
-/// name: the one the user gave).
-fn write_chunks(file: &std::fs::File, dest: &Path, mut rx: mpsc::UnboundedReceiver<Chunk>) -> Result<()> {
+/// Writes chunks at their offsets, less `base` (the first byte asked for), into `file`, the
+/// temporary file of `dest` (the path errors name: the one the user gave).
+fn write_chunks(file: &std::fs::File, dest: &Path, base: u64, mut rx: mpsc::UnboundedReceiver<Chunk>) -> Result<()> {
     use std::os::unix::fs::FileExt;
     while let Some(chunk) = rx.blocking_recv() {
-        file.write_all_at(&chunk.data, chunk.offset)
+        file.write_all_at(&chunk.data, chunk.offset - base)
             .map_err(|e| Error::local_io(format!("cannot write {}", dest.display()), e))?;
     }
     Ok(())
