@@ -308,7 +308,7 @@ async fn run_once<C: ObjectClient>(
     let mut tasks = JoinSet::new();
     let first_range = head.start..head.end.min(head.start + part_size);
     let plan = match job.verifies(ctx) {
-        true => verify::plan(ctx, job, &head, first_range.end >= limit).await,
+        true => Box::pin(verify::plan(ctx, job, &head, first_range.end >= limit)).await,
         false => verify::Plan::none(crate::types::NotVerifiedReason::Disabled),
     };
     let (first_check, part_check, ordered) = match &plan.check {
@@ -336,7 +336,14 @@ async fn run_once<C: ObjectClient>(
             check,
         }
     };
-    tasks.spawn(job_of(first_range.clone(), admission, Some((head, body)), first_check).run());
+    let first_job = job_of(first_range.clone(), admission, Some((head, body)), first_check);
+    if first_range.end >= limit {
+        // A download of one part (most small objects) runs it in the driver's own task: a
+        // task spawned and joined per object cost two wake-ups and a future moved to the heap.
+        part_crcs.extend(first_job.run().await?);
+    } else {
+        tasks.spawn(first_job.run());
+    }
 
     for range in plan::later_parts(first_range.end, limit, part_size) {
         let admission = ctx.scheduler.admit(window_of(delivery), Some(range.end - range.start)).await;
@@ -460,10 +467,12 @@ async fn open_first<C: ObjectClient>(
     };
     let mut retry = Retry::new(ctx.store.retry_policy());
     loop {
-        let result = match ctx.store.get(&job.bucket, &job.key, &part, retry.attempt()).await {
+        // Boxed: the request future is kilobytes, and every driver future holding it inline
+        // was copied whole when spawned (a visible share of a small GET's CPU).
+        let result = match Box::pin(ctx.store.get(&job.bucket, &job.key, &part, retry.attempt())).await {
             Err(e) if may_be_empty && e.http_status() == Some(416) => {
                 part.range = None;
-                let whole = ctx.store.get(&job.bucket, &job.key, &part, retry.attempt()).await;
+                let whole = Box::pin(ctx.store.get(&job.bucket, &job.key, &part, retry.attempt())).await;
                 part.range = (!unranged).then(|| first.clone());
                 whole
             }
@@ -591,7 +600,8 @@ impl<C: ObjectClient> PartRequest<'_, C> {
             version_id: self.download.options.version_id.as_deref(),
             checksum_mode: false,
         };
-        self.ctx.store.get(&self.download.bucket, &self.download.key, &part, attempt).await
+        // Boxed for the same reason as in `open_first`.
+        Box::pin(self.ctx.store.get(&self.download.bucket, &self.download.key, &part, attempt)).await
     }
 
     /// One attempt: reads from `next` to the end of the range, hedging if the part is slow.

@@ -262,3 +262,18 @@ async fn an_empty_object_and_a_range_past_the_end() {
     let err = get(&ctx, "k", &GetOptions::new().range(10..20)).await.unwrap_err();
     assert_eq!(err.http_status(), Some(416));
 }
+
+/// The driver's future is copied whole when a download is spawned, once per object: it must
+/// stay small. It was 9.4 KiB with the S3 request futures inline and is 5.5 KiB with them
+/// boxed (callgrind: 440k -> 292k instructions per 128 KiB GET, with inlining the single part).
+#[tokio::test]
+async fn the_driver_future_stays_small() {
+    let config = ClientConfig::builder().ignore_environment().endpoint_url("http://127.0.0.1:1").build().unwrap();
+    let s3 = crate::s3::S3::from_config(&config, Arc::new(Metrics::default())).unwrap();
+    let ctx = Arc::new(Context::new(s3, config, tokio::runtime::Handle::current(), Arc::new(Metrics::default())));
+    let (tx, _rx) = mpsc::unbounded_channel::<Chunk>();
+    let (head_tx, _head_rx) = oneshot::channel();
+    let driver = run(ctx, Download::new("b", "k", &GetOptions::new()), Delivery::Copy(tx), head_tx);
+    let size = std::mem::size_of_val(&driver);
+    assert!(size <= 6 << 10, "the download driver's future grew to {size} bytes");
+}
