@@ -459,6 +459,119 @@ extern "C" {
 const char *gantry_version(void);
 
 /*
+ Downloads bucket/key into `buf` (`buf_len` bytes) with parallel ranged GETs, writing the
+ object's size to `*out_size` (may be NULL). A buffer smaller than the object fails with
+ GANTRY_RESULT_INVALID_ARGUMENT before any byte is written. `buf` is borrowed for the call.
+
+ # Safety
+ `client` is live; `bucket`, `key` are NUL-terminated; `buf` points to `buf_len` writable
+ bytes (may be NULL when `buf_len` is 0).
+ */
+gantry_result gantry_get_into(const gantry_client *client,
+                              const char *bucket,
+                              const char *key,
+                              uint8_t *buf,
+                              size_t buf_len,
+                              uint64_t *out_size,
+                              gantry_error **out_err);
+
+/*
+ Downloads `length` bytes of bucket/key starting at `offset` into `buf` (`buf_len` >=
+ `length`), straight from the network buffers. A range reaching past the end of the object
+ is cut there: `*out_written` (may be NULL) receives the bytes written. A range starting at
+ or past the end fails with GANTRY_RESULT_CLIENT_ERROR (HTTP 416, "InvalidRange").
+
+ # Safety
+ `client` is live; `bucket`, `key` are NUL-terminated; `buf` points to `buf_len` writable bytes.
+ */
+gantry_result gantry_get_range_into(const gantry_client *client,
+                                    const char *bucket,
+                                    const char *key,
+                                    uint64_t offset,
+                                    uint64_t length,
+                                    uint8_t *buf,
+                                    size_t buf_len,
+                                    uint64_t *out_written,
+                                    gantry_error **out_err);
+
+/*
+ Downloads bucket/key into the file at `path` (positional writes into a temporary file in the
+ same directory, renamed over `path` only on success). An existing device or FIFO such as
+ `/dev/null` is opened and written in order instead of being replaced.
+
+ # Safety
+ `client` is live; string arguments are NUL-terminated.
+ */
+gantry_result gantry_get_to_file(const gantry_client *client,
+                                 const char *bucket,
+                                 const char *key,
+                                 const char *path,
+                                 uint64_t *out_size,
+                                 gantry_error **out_err);
+
+/*
+ Uploads `len` bytes at `data` as bucket/key (PutObject, or multipart above the threshold)
+ without copying them: parts are sent straight from `data`. `data` must stay valid and
+ unchanged until the call returns; the call returns only once the library holds no
+ reference to it (also after a failure or a cancelled part).
+
+ # Safety
+ `client` is live; strings are NUL-terminated; `data` points to `len` readable bytes (may
+ be NULL when `len` is 0) that nobody writes during the call.
+ */
+gantry_result gantry_put_buffer(const gantry_client *client,
+                                const char *bucket,
+                                const char *key,
+                                const uint8_t *data,
+                                size_t len,
+                                gantry_error **out_err);
+
+/*
+ Uploads the file at `path` as bucket/key, reading parts in parallel.
+
+ # Safety
+ `client` is live; strings are NUL-terminated.
+ */
+gantry_result gantry_put_file(const gantry_client *client,
+                              const char *bucket,
+                              const char *key,
+                              const char *path,
+                              gantry_error **out_err);
+
+/*
+ HeadObject: writes the object's size to `*out_size` (may be NULL).
+
+ # Safety
+ `client` is live; strings are NUL-terminated.
+ */
+gantry_result gantry_head_object(const gantry_client *client,
+                                 const char *bucket,
+                                 const char *key,
+                                 uint64_t *out_size,
+                                 gantry_error **out_err);
+
+/*
+ DeleteObject.
+
+ # Safety
+ `client` is live; strings are NUL-terminated.
+ */
+gantry_result gantry_delete_object(const gantry_client *client,
+                                   const char *bucket,
+                                   const char *key,
+                                   gantry_error **out_err);
+
+/*
+ CreateBucket (for S3-compatible stores and tests).
+
+ # Safety
+ `client` is live; `bucket` is NUL-terminated.
+ */
+gantry_result gantry_create_bucket(const gantry_client *client,
+                                   const char *bucket,
+                                   gantry_error **out_err);
+
+/*
  Creates a client from `config` (copied; the config may be freed right after). Starts the
  client's worker threads. On failure (bad configuration, no credentials) nothing is created.
 
@@ -991,119 +1104,6 @@ gantry_result gantry_get_stream_start(const gantry_client *client,
                                       void *user_data,
                                       gantry_request **out_request,
                                       gantry_error **out_err);
-
-/*
- Downloads bucket/key into `buf` (`buf_len` bytes) with parallel ranged GETs, writing the
- object's size to `*out_size` (may be NULL). A buffer smaller than the object fails with
- GANTRY_RESULT_INVALID_ARGUMENT before any byte is written. `buf` is borrowed for the call.
-
- # Safety
- `client` is live; `bucket`, `key` are NUL-terminated; `buf` points to `buf_len` writable
- bytes (may be NULL when `buf_len` is 0).
- */
-gantry_result gantry_get_into(const gantry_client *client,
-                              const char *bucket,
-                              const char *key,
-                              uint8_t *buf,
-                              size_t buf_len,
-                              uint64_t *out_size,
-                              gantry_error **out_err);
-
-/*
- Downloads `length` bytes of bucket/key starting at `offset` into `buf` (`buf_len` >=
- `length`), straight from the network buffers. A range reaching past the end of the object
- is cut there: `*out_written` (may be NULL) receives the bytes written. A range starting at
- or past the end fails with GANTRY_RESULT_CLIENT_ERROR (HTTP 416, "InvalidRange").
-
- # Safety
- `client` is live; `bucket`, `key` are NUL-terminated; `buf` points to `buf_len` writable bytes.
- */
-gantry_result gantry_get_range_into(const gantry_client *client,
-                                    const char *bucket,
-                                    const char *key,
-                                    uint64_t offset,
-                                    uint64_t length,
-                                    uint8_t *buf,
-                                    size_t buf_len,
-                                    uint64_t *out_written,
-                                    gantry_error **out_err);
-
-/*
- Downloads bucket/key into the file at `path` (positional writes into a temporary file in the
- same directory, renamed over `path` only on success). An existing device or FIFO such as
- `/dev/null` is opened and written in order instead of being replaced.
-
- # Safety
- `client` is live; string arguments are NUL-terminated.
- */
-gantry_result gantry_get_to_file(const gantry_client *client,
-                                 const char *bucket,
-                                 const char *key,
-                                 const char *path,
-                                 uint64_t *out_size,
-                                 gantry_error **out_err);
-
-/*
- Uploads `len` bytes at `data` as bucket/key (PutObject, or multipart above the threshold)
- without copying them: parts are sent straight from `data`. `data` must stay valid and
- unchanged until the call returns; the call returns only once the library holds no
- reference to it (also after a failure or a cancelled part).
-
- # Safety
- `client` is live; strings are NUL-terminated; `data` points to `len` readable bytes (may
- be NULL when `len` is 0) that nobody writes during the call.
- */
-gantry_result gantry_put_buffer(const gantry_client *client,
-                                const char *bucket,
-                                const char *key,
-                                const uint8_t *data,
-                                size_t len,
-                                gantry_error **out_err);
-
-/*
- Uploads the file at `path` as bucket/key, reading parts in parallel.
-
- # Safety
- `client` is live; strings are NUL-terminated.
- */
-gantry_result gantry_put_file(const gantry_client *client,
-                              const char *bucket,
-                              const char *key,
-                              const char *path,
-                              gantry_error **out_err);
-
-/*
- HeadObject: writes the object's size to `*out_size` (may be NULL).
-
- # Safety
- `client` is live; strings are NUL-terminated.
- */
-gantry_result gantry_head_object(const gantry_client *client,
-                                 const char *bucket,
-                                 const char *key,
-                                 uint64_t *out_size,
-                                 gantry_error **out_err);
-
-/*
- DeleteObject.
-
- # Safety
- `client` is live; strings are NUL-terminated.
- */
-gantry_result gantry_delete_object(const gantry_client *client,
-                                   const char *bucket,
-                                   const char *key,
-                                   gantry_error **out_err);
-
-/*
- CreateBucket (for S3-compatible stores and tests).
-
- # Safety
- `client` is live; `bucket` is NUL-terminated.
- */
-gantry_result gantry_create_bucket(const gantry_client *client,
-                                   const char *bucket,
-                                   gantry_error **out_err);
 
 /*
  Starts a streaming upload to bucket/key.

@@ -312,10 +312,10 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering::SeqCst};
 
     use super::*;
+    use crate::blocking::{gantry_create_bucket, gantry_head_object, gantry_put_buffer};
     use crate::client::{gantry_client, gantry_client_free, gantry_client_new};
     use crate::config::{gantry_config_free, gantry_config_new, gantry_config_set};
     use crate::error::gantry_error_free;
-    use crate::transfer::{gantry_create_bucket, gantry_head_object, gantry_put_buffer};
 
     const OK: gantry_result = gantry_result::GANTRY_RESULT_OK;
     const SECRET: &str = "gantry-secret-key";

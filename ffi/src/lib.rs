@@ -8,6 +8,7 @@
 #![allow(non_camel_case_types)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod blocking;
 mod client;
 mod config;
 mod credentials;
@@ -18,8 +19,9 @@ mod metrics;
 mod request;
 mod start;
 mod stream;
-mod transfer;
+mod upload;
 
+pub use blocking::*;
 pub use client::*;
 pub use config::*;
 pub use credentials::*;
@@ -29,7 +31,7 @@ pub use metrics::*;
 pub use request::*;
 pub use start::*;
 pub use stream::*;
-pub use transfer::*;
+pub use upload::*;
 
 /// Major version: changes when the ABI breaks.
 pub const GANTRY_VERSION_MAJOR: u32 = 0;

@@ -1,5 +1,5 @@
 //! The asynchronous data-path calls (`*_start`): each returns a `gantry_request` at once and
-//! runs as a task on the client's workers; the blocking calls in `transfer.rs` are these plus
+//! runs as a task on the client's workers; the blocking calls in `blocking.rs` are these plus
 //! a wait, so both share one implementation.
 
 use std::ffi::{c_char, c_void};
@@ -308,37 +308,4 @@ pub unsafe extern "C" fn gantry_delete_object_start(
             Ok(0)
         })
     })
-}
-
-/// Runs a `*_start` call and waits for its request: the body of every blocking data call.
-/// Returns the request's size result.
-///
-/// # Safety
-/// `start_call` is a `*_start` call whose arguments satisfy its contract for the duration.
-pub(crate) unsafe fn wait_for(
-    start_call: impl FnOnce(*mut *mut gantry_request, *mut *mut gantry_error) -> gantry_result,
-) -> Result<u64, Failure> {
-    crate::guard::may_block()?;
-    let mut request: *mut gantry_request = std::ptr::null_mut();
-    let mut err: *mut gantry_error = std::ptr::null_mut();
-    let taken = |err: *mut gantry_error| {
-        // SAFETY: a non-NULL err was just written by a gantry call and is ours.
-        Failure::Error(*unsafe { Box::from_raw(err) })
-    };
-    if start_call(&mut request, &mut err) != gantry_result::GANTRY_RESULT_OK {
-        return Err(taken(err));
-    }
-    let mut size = 0;
-    // SAFETY: request is live until freed here.
-    unsafe {
-        if crate::request::gantry_request_wait(request, &mut err) == gantry_result::GANTRY_RESULT_OK {
-            crate::request::gantry_request_size(request, &mut size, std::ptr::null_mut());
-        }
-        crate::request::gantry_request_free(request);
-    }
-    if err.is_null() {
-        Ok(size)
-    } else {
-        Err(taken(err))
-    }
 }
