@@ -43,6 +43,31 @@ impl Region {
     }
 }
 
+/// What every call on one object opens with: the client (refused with GANTRY_RESULT_FORKED in
+/// a fork child), a clone of it for the request's future, and the bucket and key copied (so the
+/// request may outlive the caller's strings).
+pub(crate) struct ObjectArgs<'a> {
+    pub(crate) client: &'a gantry::Client,
+    pub(crate) owned: gantry::Client,
+    pub(crate) bucket: String,
+    pub(crate) key: String,
+}
+
+/// Checks and copies the `client`, `bucket` and `key` arguments of a call on one object.
+///
+/// # Safety
+/// `client` is NULL or a live client; `bucket` and `key` are NULL or NUL-terminated.
+pub(crate) unsafe fn object_args<'a>(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+) -> Result<ObjectArgs<'a>, Failure> {
+    // SAFETY: forwarded contract.
+    let (client, bucket, key) =
+        unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+    Ok(ObjectArgs { client, owned: client.clone(), bucket: bucket.to_string(), key: key.to_string() })
+}
+
 /// Starts `op` on the workers with no read window; `op` returns the request's size result.
 fn start_op<F>(
     client: &gantry::Client,
@@ -92,10 +117,8 @@ pub unsafe extern "C" fn gantry_get_into_start(
 ) -> gantry_result {
     run(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key) =
-            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         let region = Region::new(buf, buf_len, "buf")?;
-        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
         start_op(client, done, user_data, out_request, async move {
             let region = region;
             // SAFETY: the caller lends the region until the request ended (contract above).
@@ -128,14 +151,12 @@ pub unsafe extern "C" fn gantry_get_range_into_start(
 ) -> gantry_result {
     run(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key) =
-            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         if buf.is_null() || buf_len == 0 {
             return Err(Failure::Null("buf"));
         }
         let region = Region::new(buf, buf_len, "buf")?;
         let end = offset.checked_add(length).ok_or_else(|| Failure::Invalid("offset + length overflows".into()))?;
-        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
         start_op(client, done, user_data, out_request, async move {
             let region = region;
             // SAFETY: the caller lends the region until the request ended (contract above).
@@ -165,10 +186,8 @@ pub unsafe extern "C" fn gantry_get_to_file_start(
 ) -> gantry_result {
     run(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key, path) = unsafe {
-            (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?, str_arg(path, "path")?)
-        };
-        let (c, bucket, key, path) = (client.clone(), bucket.to_string(), key.to_string(), path.to_string());
+        let (ObjectArgs { client, owned: c, bucket, key }, path) =
+            unsafe { (object_args(client, bucket, key)?, str_arg(path, "path")?.to_string()) };
         start_op(client, done, user_data, out_request, async move {
             Ok(c.download_to_file(&bucket, &key, &path).await?.size)
         })
@@ -215,15 +234,13 @@ pub unsafe extern "C" fn gantry_put_buffer_start(
 ) -> gantry_result {
     run(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key) =
-            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         let region = Region::new(data.cast_mut(), len, "data")?;
         let (returned_tx, returned_rx) = oneshot::channel();
         let body = match len {
             0 => bytes::Bytes::new(),
             _ => bytes::Bytes::from_owner(Loan { region, _returned: returned_tx }),
         };
-        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
         start(client, Runner::Worker, done, user_data, out_request, u64::MAX, move |shared| {
             let op = async move { Ok(c.put(&bucket, &key, body).await?.size) };
             // Connection tasks of cancelled parts may drop their slices a moment after the
@@ -253,10 +270,8 @@ pub unsafe extern "C" fn gantry_put_file_start(
 ) -> gantry_result {
     run(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key, path) = unsafe {
-            (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?, str_arg(path, "path")?)
-        };
-        let (c, bucket, key, path) = (client.clone(), bucket.to_string(), key.to_string(), path.to_string());
+        let (ObjectArgs { client, owned: c, bucket, key }, path) =
+            unsafe { (object_args(client, bucket, key)?, str_arg(path, "path")?.to_string()) };
         start_op(client, done, user_data, out_request, async move { Ok(c.put_file(&bucket, &key, &path).await?.size) })
     })
 }
@@ -277,9 +292,7 @@ pub unsafe extern "C" fn gantry_head_object_start(
 ) -> gantry_result {
     run(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key) =
-            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
-        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
+        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         start_op(client, done, user_data, out_request, async move { Ok(c.head_object(&bucket, &key).await?.size) })
     })
 }
@@ -300,9 +313,7 @@ pub unsafe extern "C" fn gantry_delete_object_start(
 ) -> gantry_result {
     run(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key) =
-            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
-        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
+        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         start_op(client, done, user_data, out_request, async move {
             c.delete_object(&bucket, &key).await?;
             Ok(0)

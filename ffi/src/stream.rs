@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::client::{async_client_arg, gantry_client};
+use crate::client::gantry_client;
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{in_worker_callback, run, str_arg, Failure};
+use crate::guard::{in_worker_callback, run, Failure};
 use crate::request::{cancelled, gantry_done_fn, gantry_request, start, Runner, Shared, UserData};
+use crate::start::{object_args, ObjectArgs};
 
 /// Receives the object's bytes in order. `data` is lent for the duration of the call only
 /// (it points into the engine's network buffer: copy what you keep). `offset` is the position
@@ -92,9 +93,7 @@ pub unsafe extern "C" fn gantry_get_async(
 ) -> gantry_result {
     run(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key) =
-            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
-        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
+        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         let user = UserData(user_data);
         start(client, Runner::Thread, done, user_data, out_request, u64::MAX, move |shared| {
             let fut = async move {
@@ -144,14 +143,12 @@ pub unsafe extern "C" fn gantry_get_stream_start(
 ) -> gantry_result {
     run(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key) =
-            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         if length == 0 {
             return Err(Failure::Invalid("length must not be 0".into()));
         }
         let whole = offset == 0 && length == u64::MAX;
         let range = offset..offset.saturating_add(length);
-        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
         let user = UserData(user_data);
         start(client, Runner::Worker, done, user_data, out_request, initial_window, move |shared| {
             let fut = async move {

@@ -4,9 +4,10 @@
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
-use crate::client::{async_client_arg, gantry_client};
+use crate::client::gantry_client;
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{may_block, run, str_arg, Failure};
+use crate::guard::{may_block, run, Failure};
+use crate::start::{object_args, ObjectArgs};
 
 /// A streaming upload of unknown length (checkpoints). Not thread-safe: serialize calls,
 /// except `gantry_upload_cancel`, which any thread may call at any time.
@@ -101,14 +102,13 @@ pub unsafe extern "C" fn gantry_upload_new(
 ) -> gantry_result {
     run(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key) =
-            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let ObjectArgs { client, owned, bucket, key } = unsafe { object_args(client, bucket, key)? };
         if out_upload.is_null() {
             return Err(Failure::Null("out_upload"));
         }
         let upload = Box::new(gantry_upload {
-            upload: std::sync::Mutex::new(Some(client.upload(bucket, key))),
-            client: client.clone(),
+            upload: std::sync::Mutex::new(Some(client.upload(&bucket, &key))),
+            client: owned,
             cancel: Arc::default(),
         });
         // SAFETY: checked non-NULL; the caller owns the upload.
