@@ -52,15 +52,25 @@
  *   gantry_client_free returned), never while the callback runs.
  *
  * OWNERSHIP
- *   Every object returned through an out-parameter is owned by the caller and freed with its
- *   _free function (NULL-safe). Strings passed in are borrowed for the duration of the call.
- *   Strings returned by accessors are owned by the object they come from and valid until it
- *   is freed. Out-parameters are written only on success (out_err only on failure).
+ *   Every object returned through an out-parameter is owned by the caller alone (no handle
+ *   is reference-counted across the ABI) and freed once with its _free function (NULL-safe);
+ *   a retained gantry_chunk with gantry_chunk_release. Lent objects (the error given to a
+ *   done callback, the chunk given to a chunk callback, gantry_credentials_out) are never
+ *   freed by the caller. Each handle's documentation says from which thread and callback it
+ *   may be freed. Strings passed in are borrowed for the duration of the call. Strings
+ *   returned by accessors are owned by the object they come from and valid until it is
+ *   freed. Out-parameters are written only on success (out_err only on failure).
  *
  * ERRORS
  *   Every function returns a gantry_result. When it is not GANTRY_RESULT_OK and out_err is
  *   not NULL, *out_err receives a gantry_error with the message, HTTP status, S3 error code
  *   and request id; free it with gantry_error_free.
+ *
+ * PANICS
+ *   No Rust panic ever unwinds into the caller (a panic is a bug: please report it). A call
+ *   returning gantry_result returns GANTRY_RESULT_PANIC (and an error in out_err); a call
+ *   returning a value returns the fallback its documentation names (the same as for a NULL
+ *   argument); a _free or _release function returns without using the object again.
  *
  * FORK
  *   A client made before fork() cannot be used in the child (its worker threads do not exist
@@ -182,23 +192,27 @@ typedef enum {
 } gantry_result;
 
 /*
- A piece of a downloaded object in the engine's network buffer. Lent to a chunk callback;
- `gantry_chunk_retain` makes an owned reference the caller releases with
- `gantry_chunk_release`, from any thread. Retained chunks hold their memory: open the read
- window only as far as you are willing to hold.
+ A piece of a downloaded object in the engine's network buffer. Lent to a chunk callback
+ for the call (never free a lent chunk); `gantry_chunk_retain` makes an owned reference
+ (Box-owned, holding a reference to the buffer) the caller releases once with
+ `gantry_chunk_release`, from any thread, callbacks included. Retained chunks hold their
+ memory: open the read window only as far as you are willing to hold.
  */
 typedef struct gantry_chunk gantry_chunk;
 
 /*
  A client: connection pool, memory budget and worker threads. Safe to share across
- threads. Create with `gantry_client_new`, free with `gantry_client_free`.
+ threads. Create with `gantry_client_new`; the caller owns it (Box-owned) and frees it once
+ with `gantry_client_free`, from any thread, once no other thread uses it and not from a
+ callback of its own requests.
  */
 typedef struct gantry_client gantry_client;
 
 /*
  Client settings under construction. Create with `gantry_config_new`, set with
  `gantry_config_set` (and `gantry_config_set_credentials_provider`), pass to
- `gantry_client_new` (which copies it), free with `gantry_config_free`. Not thread-safe.
+ `gantry_client_new` (which copies it). The caller owns it (Box-owned) and frees it once
+ with `gantry_config_free`. Not thread-safe: serialize calls.
  */
 typedef struct gantry_config gantry_config;
 
@@ -216,25 +230,28 @@ typedef struct gantry_credentials_out gantry_credentials_out;
 typedef struct gantry_error gantry_error;
 
 /*
- One page of ListObjectsV2. Owned by the caller; free with `gantry_list_page_free`. Strings
- returned by its accessors live as long as the page.
+ One page of ListObjectsV2. The caller owns it (Box-owned) and frees it once with
+ `gantry_list_page_free`, from any thread. Strings returned by its accessors live as long as
+ the page. Read-only: safe to read from several threads.
  */
 typedef struct gantry_list_page gantry_list_page;
 
 /*
- An asynchronous request. Made by `gantry_get_async` and the `*_start` calls; free it with
- `gantry_request_free`. `gantry_request_wait`, `gantry_request_cancel`,
- `gantry_request_size` and `gantry_request_open_window` may be called from any thread,
- several times, also after the request ended.
+ An asynchronous request. Made by `gantry_get_async` and the `*_start` calls; the caller
+ owns it (Box-owned; the running task shares its state, not the handle) and frees it once
+ with `gantry_request_free`, from any thread but its own callbacks. Thread-safe: `gantry_request_wait`, `gantry_request_cancel`, `gantry_request_size` and
+ `gantry_request_open_window` may be called from any thread, several times, also after the
+ request ended.
  */
 typedef struct gantry_request gantry_request;
 
 /*
  A streaming upload of unknown length (checkpoints). Not thread-safe: serialize calls,
  except `gantry_upload_cancel`, which any thread may call at any time.
- End it with `gantry_upload_complete` or `gantry_upload_abort`, then free it with
- `gantry_upload_free`; freeing an upload that was neither completed nor aborted aborts it
- (no multipart parts are left on the server).
+ End it with `gantry_upload_complete` or `gantry_upload_abort`. The caller owns it
+ (Box-owned) and frees it once with `gantry_upload_free`, from any thread with no other
+ call on it running (callbacks included: free never blocks); freeing an upload that was
+ neither completed nor aborted aborts it (no multipart parts are left on the server).
  */
 typedef struct gantry_upload gantry_upload;
 
@@ -453,8 +470,8 @@ extern "C" {
 #endif // __cplusplus
 
 /*
- The library version as "MAJOR.MINOR.PATCH" (static storage, never free it). Compare it
- with the GANTRY_VERSION_* macros to detect a header/library mismatch.
+ The library version as "MAJOR.MINOR.PATCH" (static storage, never free it; "" on a
+ panic). Compare it with the GANTRY_VERSION_* macros to detect a header/library mismatch.
  */
 const char *gantry_version(void);
 
@@ -583,10 +600,10 @@ gantry_result gantry_client_new(const gantry_config *config,
                                 gantry_error **out_err);
 
 /*
- Frees a client: cancels its transfers and stops its worker threads without waiting.
- NULL is allowed. Freeing twice, or while another thread still uses the client, is
- undefined behaviour. In a fork child, the parent's client is released without touching
- its (absent) threads.
+ Frees a client: cancels its transfers and stops its worker threads without waiting (it
+ never blocks). NULL is allowed. Freeing twice, or while another thread still uses the
+ client, is undefined behaviour. In a fork child, the parent's client is released without
+ touching its (absent) threads. On a panic (a bug) the client is leaked.
 
  # Safety
  `client` is NULL or a client not yet freed and not in use by other threads.
@@ -637,7 +654,8 @@ gantry_result gantry_config_set(gantry_config *config,
 
 /*
  Frees a configuration. NULL is allowed. A credentials provider's `release` runs here when
- no client built from the configuration still holds the provider.
+ no client built from the configuration still holds the provider. On a panic (a bug) the
+ configuration is leaked.
 
  # Safety
  `config` is NULL or a configuration not yet freed.
@@ -715,7 +733,8 @@ gantry_result gantry_config_set_credentials_provider(gantry_config *config,
                                                      gantry_error **out_err);
 
 /*
- The result code this error was returned with.
+ The result code this error was returned with; GANTRY_RESULT_NULL_PARAMETER for NULL,
+ GANTRY_RESULT_PANIC on a panic.
 
  # Safety
  `err` is NULL or a live error from this library.
@@ -723,7 +742,8 @@ gantry_result gantry_config_set_credentials_provider(gantry_config *config,
 gantry_result gantry_error_result(const gantry_error *err);
 
 /*
- The message (never NULL for a live error; "" for NULL). Valid until the error is freed.
+ The message (never NULL for a live error; "" for NULL or on a panic). Valid until the
+ error is freed.
 
  # Safety
  `err` is NULL or a live error from this library.
@@ -731,7 +751,8 @@ gantry_result gantry_error_result(const gantry_error *err);
 const char *gantry_error_message(const gantry_error *err);
 
 /*
- The HTTP status of the server's answer, or 0 when there was none.
+ The HTTP status of the server's answer, or 0 when there was none (also for NULL or on a
+ panic).
 
  # Safety
  `err` is NULL or a live error from this library.
@@ -739,7 +760,8 @@ const char *gantry_error_message(const gantry_error *err);
 uint16_t gantry_error_http_status(const gantry_error *err);
 
 /*
- The S3 error code (e.g. "NoSuchKey", "SlowDown"), or NULL. Valid until the error is freed.
+ The S3 error code (e.g. "NoSuchKey", "SlowDown"), or NULL (also for NULL or on a panic).
+ Valid until the error is freed.
 
  # Safety
  `err` is NULL or a live error from this library.
@@ -747,7 +769,8 @@ uint16_t gantry_error_http_status(const gantry_error *err);
 const char *gantry_error_s3_code(const gantry_error *err);
 
 /*
- The server's request id, or NULL. Valid until the error is freed.
+ The server's request id, or NULL (also for NULL or on a panic). Valid until the error is
+ freed.
 
  # Safety
  `err` is NULL or a live error from this library.
@@ -755,7 +778,7 @@ const char *gantry_error_s3_code(const gantry_error *err);
 const char *gantry_error_request_id(const gantry_error *err);
 
 /*
- Whether retrying the same call may succeed (1) or not (0).
+ Whether retrying the same call may succeed (1) or not (0; also for NULL or on a panic).
 
  # Safety
  `err` is NULL or a live error from this library.
@@ -763,7 +786,8 @@ const char *gantry_error_request_id(const gantry_error *err);
 bool gantry_error_retryable(const gantry_error *err);
 
 /*
- Frees an error. NULL is allowed. Freeing twice is undefined behaviour.
+ Frees an error. NULL is allowed. Freeing twice is undefined behaviour. Any thread; never
+ the error lent to a done callback. On a panic (a bug) the error is leaked.
 
  # Safety
  `err` is NULL or an error from this library not yet freed.
@@ -788,7 +812,7 @@ gantry_result gantry_list_objects(const gantry_client *client,
                                   gantry_error **out_err);
 
 /*
- Number of objects in the page (0 for NULL).
+ Number of objects in the page (0 for NULL or on a panic).
 
  # Safety
  `page` is NULL or live.
@@ -796,7 +820,7 @@ gantry_result gantry_list_objects(const gantry_client *client,
 size_t gantry_list_page_count(const gantry_list_page *page);
 
 /*
- Key of object `i`, or NULL when `i` is out of range.
+ Key of object `i`, or NULL when `i` is out of range (also for NULL or on a panic).
 
  # Safety
  `page` is NULL or live.
@@ -804,7 +828,7 @@ size_t gantry_list_page_count(const gantry_list_page *page);
 const char *gantry_list_page_key(const gantry_list_page *page, size_t i);
 
 /*
- Size of object `i` in bytes (0 when `i` is out of range).
+ Size of object `i` in bytes (0 when `i` is out of range; also for NULL or on a panic).
 
  # Safety
  `page` is NULL or live.
@@ -812,7 +836,8 @@ const char *gantry_list_page_key(const gantry_list_page *page, size_t i);
 uint64_t gantry_list_page_size(const gantry_list_page *page, size_t i);
 
 /*
- The token for the next page, or NULL when this is the last page.
+ The token for the next page, or NULL when this is the last page (also for NULL or on a
+ panic).
 
  # Safety
  `page` is NULL or live.
@@ -820,7 +845,7 @@ uint64_t gantry_list_page_size(const gantry_list_page *page, size_t i);
 const char *gantry_list_page_next_token(const gantry_list_page *page);
 
 /*
- Frees a page. NULL is allowed.
+ Frees a page. NULL is allowed. On a panic (a bug) the page is leaked.
 
  # Safety
  `page` is NULL or a page not yet freed.
@@ -874,6 +899,7 @@ gantry_result gantry_request_wait(const gantry_request *request, gantry_error **
  Asks the request to stop: in-flight parts are dropped and the request ends with
  GANTRY_RESULT_CANCELLED (unless it already ended). Returns at once; safe from any thread,
  including the request's callbacks, and harmless after the request ended.
+ GANTRY_RESULT_NULL_PARAMETER for NULL, GANTRY_RESULT_PANIC on a panic.
 
  # Safety
  `request` is live.
@@ -898,6 +924,7 @@ gantry_result gantry_request_size(const gantry_request *request,
  Lets a stream started by `gantry_get_stream_start` hand `bytes` more to its chunk callback
  (the read window the caller opens, as it consumes). Safe from any thread, including the
  chunk callback; harmless after the request ended and on a stream whose window is unlimited.
+ GANTRY_RESULT_NULL_PARAMETER for NULL, GANTRY_RESULT_PANIC on a panic.
 
  # Safety
  `request` is live.
@@ -906,7 +933,8 @@ gantry_result gantry_request_open_window(const gantry_request *request, uint64_t
 
 /*
  Cancels the request if it is still running, waits for it to end (its done callback has
- returned), and frees it. NULL is allowed. Never call it from the request's callbacks.
+ returned), and frees it. NULL is allowed. Never call it from the request's callbacks. On a
+ panic (a bug) it returns without waiting; the handle is never used again.
 
  # Safety
  `request` is NULL or a request not yet freed.
@@ -1039,7 +1067,8 @@ gantry_result gantry_delete_object_start(const gantry_client *client,
 
 /*
  Makes an owned reference to a lent chunk: its bytes (the `data` pointer the callback got)
- stay valid until `gantry_chunk_release`. Returns NULL when `chunk` is NULL. No copy.
+ stay valid until `gantry_chunk_release`. Returns NULL when `chunk` is NULL (also on a
+ panic). No copy.
 
  # Safety
  `chunk` is NULL or the chunk lent to a running chunk callback (or a retained chunk).
@@ -1047,7 +1076,8 @@ gantry_result gantry_delete_object_start(const gantry_client *client,
 gantry_chunk *gantry_chunk_retain(const gantry_chunk *chunk);
 
 /*
- Releases a retained chunk (NULL is allowed). Any thread; never on a lent chunk.
+ Releases a retained chunk (NULL is allowed). Any thread; never on a lent chunk. On a
+ panic (a bug) the chunk is leaked.
 
  # Safety
  `chunk` is NULL or came from `gantry_chunk_retain` and was not released yet.
@@ -1134,8 +1164,8 @@ gantry_result gantry_upload_write(gantry_upload *upload,
  sent straight from `data`, odd ends are copied into the part buffer. The memory must stay
  valid and unchanged until `release(release_user_data, data)` is called, which happens
  exactly once whatever the outcome, including on failure and when this call rejects its
- arguments (release may be NULL when the caller needs no signal). Blocks like
- `gantry_upload_write`.
+ arguments, refuses to block (in a callback) or panics (release may be NULL when the
+ caller needs no signal). Blocks like `gantry_upload_write`.
 
  # Safety
  `upload` is live; `data` points to `len` readable bytes (may be NULL when `len` is 0).
@@ -1169,7 +1199,7 @@ gantry_result gantry_upload_abort(gantry_upload *upload, gantry_error **out_err)
  complete: that call (or the next) drops its work, aborts the multipart upload, and fails
  with GANTRY_RESULT_CANCELLED; every later call but free fails the same way. Returns at
  once; harmless after the upload ended. (The way to tie an upload to a Go context or a
- C++ stop token.)
+ C++ stop token.) GANTRY_RESULT_NULL_PARAMETER for NULL, GANTRY_RESULT_PANIC on a panic.
 
  # Safety
  `upload` is live (not yet freed).
@@ -1177,7 +1207,8 @@ gantry_result gantry_upload_abort(gantry_upload *upload, gantry_error **out_err)
 gantry_result gantry_upload_cancel(const gantry_upload *upload);
 
 /*
- Frees an upload; an unfinished one is aborted in the background. NULL is allowed.
+ Frees an upload; an unfinished one is aborted in the background (it never blocks). NULL
+ is allowed. On a panic (a bug) the upload is leaked.
 
  # Safety
  `upload` is NULL or an upload not yet freed, with no call on it running.

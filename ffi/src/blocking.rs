@@ -7,7 +7,8 @@ use std::ptr::null_mut;
 
 use crate::client::{client_arg, gantry_client};
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{run, str_arg, Failure};
+use crate::guard::{str_arg, Failure};
+use crate::handle::Boxed;
 use crate::request::gantry_request;
 use crate::start::*;
 
@@ -35,7 +36,7 @@ pub unsafe extern "C" fn gantry_get_into(
     out_size: *mut u64,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(blocking(out_err), || {
         // SAFETY: the arguments are forwarded under the same contract; the call waits.
         let size = unsafe {
             wait_for(|req, err| gantry_get_into_start(client, bucket, key, buf, buf_len, None, null_mut(), req, err))
@@ -64,7 +65,7 @@ pub unsafe extern "C" fn gantry_get_range_into(
     out_written: *mut u64,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(blocking(out_err), || {
         // SAFETY: the arguments are forwarded under the same contract; the call waits.
         let written = unsafe {
             wait_for(|req, err| {
@@ -103,7 +104,7 @@ pub unsafe extern "C" fn gantry_get_to_file(
     out_size: *mut u64,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(blocking(out_err), || {
         // SAFETY: the arguments are forwarded under the same contract; the call waits.
         let size = unsafe {
             wait_for(|req, err| gantry_get_to_file_start(client, bucket, key, path, None, null_mut(), req, err))
@@ -130,7 +131,7 @@ pub unsafe extern "C" fn gantry_put_buffer(
     len: usize,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(blocking(out_err), || {
         // SAFETY: the arguments are forwarded under the same contract; the call waits.
         unsafe {
             wait_for(|req, err| gantry_put_buffer_start(client, bucket, key, data, len, None, null_mut(), req, err))
@@ -151,7 +152,7 @@ pub unsafe extern "C" fn gantry_put_file(
     path: *const c_char,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(blocking(out_err), || {
         // SAFETY: the arguments are forwarded under the same contract; the call waits.
         unsafe { wait_for(|req, err| gantry_put_file_start(client, bucket, key, path, None, null_mut(), req, err)) }?;
         Ok(())
@@ -170,7 +171,7 @@ pub unsafe extern "C" fn gantry_head_object(
     out_size: *mut u64,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(blocking(out_err), || {
         // SAFETY: the arguments are forwarded under the same contract; the call waits.
         let size =
             unsafe { wait_for(|req, err| gantry_head_object_start(client, bucket, key, None, null_mut(), req, err)) }?;
@@ -190,7 +191,7 @@ pub unsafe extern "C" fn gantry_delete_object(
     key: *const c_char,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(blocking(out_err), || {
         // SAFETY: the arguments are forwarded under the same contract; the call waits.
         unsafe { wait_for(|req, err| gantry_delete_object_start(client, bucket, key, None, null_mut(), req, err)) }?;
         Ok(())
@@ -207,7 +208,7 @@ pub unsafe extern "C" fn gantry_create_bucket(
     bucket: *const c_char,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(blocking(out_err), || {
         // SAFETY: per the contract above.
         let (client, bucket) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?) };
         client.block_on(client.create_bucket(bucket))?;
@@ -215,20 +216,22 @@ pub unsafe extern "C" fn gantry_create_bucket(
     })
 }
 
-/// Runs a `*_start` call and waits for its request: the body of every blocking data call.
-/// Returns the request's size result.
+/// Runs a `*_start` call and waits for its request: the body of every blocking data call
+/// (whose `ffi_fn!` made the may-block check). Returns the request's size result.
 ///
 /// # Safety
 /// `start_call` is a `*_start` call whose arguments satisfy its contract for the duration.
 pub(crate) unsafe fn wait_for(
     start_call: impl FnOnce(*mut *mut gantry_request, *mut *mut gantry_error) -> gantry_result,
 ) -> Result<u64, Failure> {
-    crate::guard::may_block()?;
     let mut request: *mut gantry_request = std::ptr::null_mut();
     let mut err: *mut gantry_error = std::ptr::null_mut();
     let taken = |err: *mut gantry_error| {
-        // SAFETY: a non-NULL err was just written by a gantry call and is ours.
-        Failure::Error(*unsafe { Box::from_raw(err) })
+        // SAFETY: NULL or an error just written by a gantry call, ours to free.
+        match unsafe { gantry_error::from_raw(err) } {
+            Some(e) => Failure::Error(*e),
+            None => Failure::State("a call failed without an error object"),
+        }
     };
     if start_call(&mut request, &mut err) != gantry_result::GANTRY_RESULT_OK {
         return Err(taken(err));

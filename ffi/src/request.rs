@@ -10,33 +10,46 @@
 use std::ffi::c_void;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use futures::channel::oneshot;
 use futures::future::{select, Either};
 
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{in_worker_callback, may_block, panic_error, run, Failure};
+use crate::guard::{in_worker_callback, out_arg, panic_error, Failure};
+use crate::handle::{borrow, Boxed};
 
 /// Called exactly once when the request ends, with its result and, on failure, the error
 /// (lent for the call; do not free it). Called before `gantry_request_wait` returns.
 pub type gantry_done_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, result: gantry_result, err: *const gantry_error)>;
 
-/// An asynchronous request. Made by `gantry_get_async` and the `*_start` calls; free it with
-/// `gantry_request_free`. `gantry_request_wait`, `gantry_request_cancel`,
-/// `gantry_request_size` and `gantry_request_open_window` may be called from any thread,
-/// several times, also after the request ended.
+/// An asynchronous request. Made by `gantry_get_async` and the `*_start` calls; the caller
+/// owns it (Box-owned; the running task shares its state, not the handle) and frees it once
+/// with `gantry_request_free`, from any thread but its own callbacks. Thread-safe: `gantry_request_wait`, `gantry_request_cancel`, `gantry_request_size` and
+/// `gantry_request_open_window` may be called from any thread, several times, also after the
+/// request ended.
 #[derive(Debug)]
 pub struct gantry_request {
     pub(crate) shared: Arc<Shared>,
     pub(crate) thread: Option<std::thread::JoinHandle<()>>,
 }
 
+impl Boxed for gantry_request {}
+
+/// Locks `m`, also after a panic poisoned it: every value guarded here is written in one
+/// step, so a panic never leaves one half-updated.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// How a request ended (`None` while it runs): its result and, on failure, the error.
+type Outcome = Option<(gantry_result, Option<Box<gantry_error>>)>;
+
 /// State shared by a request's handle and the code running it.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    outcome: Mutex<Option<(gantry_result, Option<Box<gantry_error>>)>>,
+    outcome: Mutex<Outcome>,
     ended: Condvar,
     cancel: Mutex<Option<oneshot::Sender<()>>>,
     cancelled: std::sync::atomic::AtomicBool,
@@ -73,17 +86,22 @@ impl Shared {
     fn cancel(&self) {
         self.cancelled.store(true, Ordering::Release);
         self.window_opened.notify_one();
-        if let Some(tx) = self.cancel.lock().expect("cancel lock").take() {
+        if let Some(tx) = lock(&self.cancel).take() {
             let _ = tx.send(());
         }
     }
 
-    fn wait(&self) -> std::sync::MutexGuard<'_, Option<(gantry_result, Option<Box<gantry_error>>)>> {
-        let mut outcome = self.outcome.lock().expect("outcome lock");
+    /// Waits until the request ended; the guard holds its outcome (`Some`).
+    fn wait(&self) -> MutexGuard<'_, Outcome> {
+        let mut outcome = lock(&self.outcome);
         while outcome.is_none() {
-            outcome = self.ended.wait(outcome).expect("outcome lock");
+            outcome = self.ended.wait(outcome).unwrap_or_else(PoisonError::into_inner);
         }
         outcome
+    }
+
+    fn has_ended(&self) -> bool {
+        lock(&self.outcome).is_some()
     }
 }
 
@@ -145,7 +163,7 @@ impl Completion {
                 call();
             }
         }
-        *self.shared.outcome.lock().expect("outcome lock") = Some((code, err));
+        *lock(&self.shared.outcome) = Some((code, err));
         self.shared.ended.notify_all();
     }
 }
@@ -192,9 +210,7 @@ where
     F: Future<Output = Result<(), gantry_error>> + Send + 'static,
     R: Future<Output = ()> + Send + 'static,
 {
-    if out_request.is_null() {
-        return Err(Failure::Null("out_request"));
-    }
+    let out_request = out_arg(out_request, "out_request")?;
     let (shared, cancel) = Shared::new(window);
     let (fut, released) = op(shared.clone());
     let completion = Completion::new(shared.clone(), done, UserData(user_data), runner == Runner::Worker);
@@ -219,9 +235,8 @@ where
                 .map_err(|e| Failure::Invalid(format!("cannot start the request thread: {e}")))?,
         ),
     };
-    let request = Box::new(gantry_request { shared, thread });
-    // SAFETY: checked non-NULL; the caller owns the request.
-    unsafe { *out_request = Box::into_raw(request) };
+    // SAFETY: checked non-NULL, writable per the caller's contract; the caller owns the request.
+    unsafe { *out_request = gantry_request { shared, thread }.into_raw() };
     Ok(())
 }
 
@@ -236,36 +251,30 @@ pub unsafe extern "C" fn gantry_request_wait(
     request: *const gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    // SAFETY: the caller passes NULL or a live request.
-    let Some(req) = (unsafe { request.as_ref() }) else {
-        return run(out_err, || Err(Failure::Null("request")));
-    };
-    if let Err(f) = may_block() {
-        return run(out_err, || Err(f));
-    }
-    let outcome = req.shared.wait();
-    let (code, err) = outcome.as_ref().expect("set");
-    if let (Some(e), false) = (err, out_err.is_null()) {
-        // SAFETY: writable per contract; the caller owns the copy.
-        unsafe { *out_err = Box::into_raw(Box::new(e.duplicate())) };
-    }
-    *code
+    ffi_fn!(blocking(out_err), || {
+        // SAFETY: the caller passes NULL or a live request.
+        let req = unsafe { borrow(request, "request") }?;
+        match &*req.shared.wait() {
+            Some((_, Some(err))) => Err(Failure::Error(err.duplicate())),
+            _ => Ok(()),
+        }
+    })
 }
 
 /// Asks the request to stop: in-flight parts are dropped and the request ends with
 /// GANTRY_RESULT_CANCELLED (unless it already ended). Returns at once; safe from any thread,
 /// including the request's callbacks, and harmless after the request ended.
+/// GANTRY_RESULT_NULL_PARAMETER for NULL, GANTRY_RESULT_PANIC on a panic.
 ///
 /// # Safety
 /// `request` is live.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_request_cancel(request: *const gantry_request) -> gantry_result {
-    // SAFETY: the caller passes NULL or a live request.
-    let Some(req) = (unsafe { request.as_ref() }) else {
-        return gantry_result::GANTRY_RESULT_NULL_PARAMETER;
-    };
-    req.shared.cancel();
-    gantry_result::GANTRY_RESULT_OK
+    ffi_fn!(std::ptr::null_mut(), || {
+        // SAFETY: the caller passes NULL or a live request.
+        unsafe { borrow(request, "request") }?.shared.cancel();
+        Ok(())
+    })
 }
 
 /// The size result of a request that ended successfully: the object's size for
@@ -282,16 +291,14 @@ pub unsafe extern "C" fn gantry_request_size(
     out_size: *mut u64,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: the caller passes NULL or a live request.
-        let req = unsafe { request.as_ref() }.ok_or(Failure::Null("request"))?;
-        if out_size.is_null() {
-            return Err(Failure::Null("out_size"));
-        }
-        if req.shared.outcome.lock().expect("outcome lock").is_none() {
+        let req = unsafe { borrow(request, "request") }?;
+        let out_size = out_arg(out_size, "out_size")?;
+        if !req.shared.has_ended() {
             return Err(Failure::State("the request has not ended yet"));
         }
-        // SAFETY: checked non-NULL.
+        // SAFETY: checked non-NULL, writable per the contract.
         unsafe { *out_size = req.shared.size.load(Ordering::Acquire) };
         Ok(())
     })
@@ -300,42 +307,44 @@ pub unsafe extern "C" fn gantry_request_size(
 /// Lets a stream started by `gantry_get_stream_start` hand `bytes` more to its chunk callback
 /// (the read window the caller opens, as it consumes). Safe from any thread, including the
 /// chunk callback; harmless after the request ended and on a stream whose window is unlimited.
+/// GANTRY_RESULT_NULL_PARAMETER for NULL, GANTRY_RESULT_PANIC on a panic.
 ///
 /// # Safety
 /// `request` is live.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_request_open_window(request: *const gantry_request, bytes: u64) -> gantry_result {
-    // SAFETY: the caller passes NULL or a live request.
-    let Some(req) = (unsafe { request.as_ref() }) else {
-        return gantry_result::GANTRY_RESULT_NULL_PARAMETER;
-    };
-    let mut current = req.shared.window.load(Ordering::Acquire);
-    while current != u64::MAX {
-        let next = current.saturating_add(bytes).min(u64::MAX - 1);
-        match req.shared.window.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => break,
-            Err(now) => current = now,
+    ffi_fn!(std::ptr::null_mut(), || {
+        // SAFETY: the caller passes NULL or a live request.
+        let req = unsafe { borrow(request, "request") }?;
+        let mut current = req.shared.window.load(Ordering::Acquire);
+        while current != u64::MAX {
+            let next = current.saturating_add(bytes).min(u64::MAX - 1);
+            match req.shared.window.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(now) => current = now,
+            }
         }
-    }
-    req.shared.window_opened.notify_one();
-    gantry_result::GANTRY_RESULT_OK
+        req.shared.window_opened.notify_one();
+        Ok(())
+    })
 }
 
 /// Cancels the request if it is still running, waits for it to end (its done callback has
-/// returned), and frees it. NULL is allowed. Never call it from the request's callbacks.
+/// returned), and frees it. NULL is allowed. Never call it from the request's callbacks. On a
+/// panic (a bug) it returns without waiting; the handle is never used again.
 ///
 /// # Safety
 /// `request` is NULL or a request not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_request_free(request: *mut gantry_request) {
-    if request.is_null() {
-        return;
-    }
-    // SAFETY: came from Box::into_raw in a request-making call; freed once.
-    let mut req = unsafe { Box::from_raw(request) };
-    req.shared.cancel();
-    drop(req.shared.wait());
-    if let Some(t) = req.thread.take() {
-        let _ = t.join();
-    }
+    ffi_fn!(fallback(()), || {
+        // SAFETY: NULL or a request handed out once by a request-making call, freed once.
+        let Some(mut req) = (unsafe { gantry_request::from_raw(request) }) else { return Ok(()) };
+        req.shared.cancel();
+        drop(req.shared.wait());
+        if let Some(t) = req.thread.take() {
+            let _ = t.join();
+        }
+        Ok(())
+    })
 }

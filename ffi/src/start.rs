@@ -8,9 +8,9 @@ use std::sync::atomic::Ordering;
 
 use futures::channel::oneshot;
 
-use crate::client::{async_client_arg, gantry_client};
+use crate::client::{client_arg, gantry_client};
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{run, str_arg, Failure};
+use crate::guard::{str_arg, Failure};
 use crate::request::{gantry_done_fn, gantry_request, start, Runner, Shared};
 
 /// Caller memory a running request writes into or reads from.
@@ -63,8 +63,7 @@ pub(crate) unsafe fn object_args<'a>(
     key: *const c_char,
 ) -> Result<ObjectArgs<'a>, Failure> {
     // SAFETY: forwarded contract.
-    let (client, bucket, key) =
-        unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+    let (client, bucket, key) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
     Ok(ObjectArgs { client, owned: client.clone(), bucket: bucket.to_string(), key: key.to_string() })
 }
 
@@ -115,7 +114,7 @@ pub unsafe extern "C" fn gantry_get_into_start(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
         let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         let region = Region::new(buf, buf_len, "buf")?;
@@ -149,7 +148,7 @@ pub unsafe extern "C" fn gantry_get_range_into_start(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
         let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         if buf.is_null() || buf_len == 0 {
@@ -184,7 +183,7 @@ pub unsafe extern "C" fn gantry_get_to_file_start(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
         let (ObjectArgs { client, owned: c, bucket, key }, path) =
             unsafe { (object_args(client, bucket, key)?, str_arg(path, "path")?.to_string()) };
@@ -232,7 +231,7 @@ pub unsafe extern "C" fn gantry_put_buffer_start(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
         let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         let region = Region::new(data.cast_mut(), len, "data")?;
@@ -268,7 +267,7 @@ pub unsafe extern "C" fn gantry_put_file_start(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
         let (ObjectArgs { client, owned: c, bucket, key }, path) =
             unsafe { (object_args(client, bucket, key)?, str_arg(path, "path")?.to_string()) };
@@ -290,7 +289,7 @@ pub unsafe extern "C" fn gantry_head_object_start(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
         let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         start_op(client, done, user_data, out_request, async move { Ok(c.head_object(&bucket, &key).await?.size) })
@@ -311,7 +310,7 @@ pub unsafe extern "C" fn gantry_delete_object_start(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
         let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         start_op(client, done, user_data, out_request, async move {

@@ -10,7 +10,8 @@ use bytes::Bytes;
 
 use crate::client::gantry_client;
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{in_worker_callback, run, Failure};
+use crate::guard::{in_worker_callback, Failure};
+use crate::handle::{borrow, Boxed};
 use crate::request::{cancelled, gantry_done_fn, gantry_request, start, Runner, Shared, UserData};
 use crate::start::{object_args, ObjectArgs};
 
@@ -35,39 +36,45 @@ pub type gantry_chunk_fn = Option<
     ) -> i32,
 >;
 
-/// A piece of a downloaded object in the engine's network buffer. Lent to a chunk callback;
-/// `gantry_chunk_retain` makes an owned reference the caller releases with
-/// `gantry_chunk_release`, from any thread. Retained chunks hold their memory: open the read
-/// window only as far as you are willing to hold.
+/// A piece of a downloaded object in the engine's network buffer. Lent to a chunk callback
+/// for the call (never free a lent chunk); `gantry_chunk_retain` makes an owned reference
+/// (Box-owned, holding a reference to the buffer) the caller releases once with
+/// `gantry_chunk_release`, from any thread, callbacks included. Retained chunks hold their
+/// memory: open the read window only as far as you are willing to hold.
 #[derive(Debug)]
 pub struct gantry_chunk {
     data: Bytes,
 }
 
+impl Boxed for gantry_chunk {}
+
 /// Makes an owned reference to a lent chunk: its bytes (the `data` pointer the callback got)
-/// stay valid until `gantry_chunk_release`. Returns NULL when `chunk` is NULL. No copy.
+/// stay valid until `gantry_chunk_release`. Returns NULL when `chunk` is NULL (also on a
+/// panic). No copy.
 ///
 /// # Safety
 /// `chunk` is NULL or the chunk lent to a running chunk callback (or a retained chunk).
 #[no_mangle]
 pub unsafe extern "C" fn gantry_chunk_retain(chunk: *const gantry_chunk) -> *mut gantry_chunk {
-    // SAFETY: the caller passes NULL or a live chunk.
-    match unsafe { chunk.as_ref() } {
-        Some(c) => Box::into_raw(Box::new(gantry_chunk { data: c.data.clone() })),
-        None => std::ptr::null_mut(),
-    }
+    ffi_fn!(fallback(std::ptr::null_mut()), || {
+        // SAFETY: the caller passes NULL or a live chunk.
+        let lent = unsafe { borrow(chunk, "chunk") }?;
+        Ok(gantry_chunk { data: lent.data.clone() }.into_raw())
+    })
 }
 
-/// Releases a retained chunk (NULL is allowed). Any thread; never on a lent chunk.
+/// Releases a retained chunk (NULL is allowed). Any thread; never on a lent chunk. On a
+/// panic (a bug) the chunk is leaked.
 ///
 /// # Safety
 /// `chunk` is NULL or came from `gantry_chunk_retain` and was not released yet.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_chunk_release(chunk: *mut gantry_chunk) {
-    if !chunk.is_null() {
-        // SAFETY: came from Box::into_raw in gantry_chunk_retain; released once.
-        drop(unsafe { Box::from_raw(chunk) });
-    }
+    ffi_fn!(fallback(()), || {
+        // SAFETY: NULL or a chunk handed out once by gantry_chunk_retain, released once.
+        drop(unsafe { gantry_chunk::from_raw(chunk) });
+        Ok(())
+    })
 }
 
 /// Starts downloading bucket/key in order, calling `body` for each chunk and `done` at the
@@ -91,7 +98,7 @@ pub unsafe extern "C" fn gantry_get_async(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
         let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         let user = UserData(user_data);
@@ -141,7 +148,7 @@ pub unsafe extern "C" fn gantry_get_stream_start(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
         let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         if length == 0 {

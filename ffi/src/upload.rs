@@ -6,20 +6,24 @@ use std::sync::Arc;
 
 use crate::client::gantry_client;
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{may_block, run, Failure};
+use crate::guard::{out_arg, Failure};
+use crate::handle::{borrow, Boxed};
 use crate::start::{object_args, ObjectArgs};
 
 /// A streaming upload of unknown length (checkpoints). Not thread-safe: serialize calls,
 /// except `gantry_upload_cancel`, which any thread may call at any time.
-/// End it with `gantry_upload_complete` or `gantry_upload_abort`, then free it with
-/// `gantry_upload_free`; freeing an upload that was neither completed nor aborted aborts it
-/// (no multipart parts are left on the server).
+/// End it with `gantry_upload_complete` or `gantry_upload_abort`. The caller owns it
+/// (Box-owned) and frees it once with `gantry_upload_free`, from any thread with no other
+/// call on it running (callbacks included: free never blocks); freeing an upload that was
+/// neither completed nor aborted aborts it (no multipart parts are left on the server).
 #[derive(Debug)]
 pub struct gantry_upload {
     upload: std::sync::Mutex<Option<gantry::Upload>>,
     client: gantry::Client,
     cancel: Arc<UploadCancel>,
 }
+
+impl Boxed for gantry_upload {}
 
 /// The cancel signal of a streaming upload, shared with `gantry_upload_cancel`.
 #[derive(Debug, Default)]
@@ -50,13 +54,13 @@ fn upload_cancelled() -> Failure {
 impl gantry_upload {
     /// Runs `op` on the unfinished upload; a cancel (before or during `op`) drops `op`, aborts
     /// the upload, and fails the call with GANTRY_RESULT_CANCELLED. `finish` takes the upload
-    /// out (complete and abort), after which every call but free fails.
+    /// out (complete and abort), after which every call but free fails. Blocks: its callers
+    /// are `blocking` exports, whose `ffi_fn!` made the may-block check.
     fn drive<T>(
         &self,
         finish: bool,
         op: impl for<'a> FnOnce(&'a mut Option<gantry::Upload>) -> futures::future::BoxFuture<'a, gantry::Result<T>>,
     ) -> Result<T, Failure> {
-        may_block()?;
         let mut slot = self.upload.lock().map_err(|_| Failure::State("the upload is poisoned by an earlier panic"))?;
         if slot.is_none() {
             return Err(if self.cancel.is_set() {
@@ -100,30 +104,19 @@ pub unsafe extern "C" fn gantry_upload_new(
     out_upload: *mut *mut gantry_upload,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
         let ObjectArgs { client, owned, bucket, key } = unsafe { object_args(client, bucket, key)? };
-        if out_upload.is_null() {
-            return Err(Failure::Null("out_upload"));
-        }
-        let upload = Box::new(gantry_upload {
+        let out_upload = out_arg(out_upload, "out_upload")?;
+        let upload = gantry_upload {
             upload: std::sync::Mutex::new(Some(client.upload(&bucket, &key))),
             client: owned,
             cancel: Arc::default(),
-        });
-        // SAFETY: checked non-NULL; the caller owns the upload.
-        unsafe { *out_upload = Box::into_raw(upload) };
+        };
+        // SAFETY: checked non-NULL, writable per the contract; the caller owns the upload.
+        unsafe { *out_upload = upload.into_raw() };
         Ok(())
     })
-}
-
-/// Borrows an upload argument.
-///
-/// # Safety
-/// `upload` is NULL or a live upload.
-unsafe fn upload_arg<'a>(upload: *const gantry_upload) -> Result<&'a gantry_upload, Failure> {
-    // SAFETY: the caller passes NULL or a live upload.
-    unsafe { upload.as_ref() }.ok_or(Failure::Null("upload"))
 }
 
 /// Appends `len` bytes (copied; `data` may be reused on return). Blocks while the memory
@@ -138,9 +131,9 @@ pub unsafe extern "C" fn gantry_upload_write(
     len: usize,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(blocking(out_err), || {
         // SAFETY: the caller passes NULL or a live upload.
-        let up = unsafe { upload_arg(upload)? };
+        let up = unsafe { borrow(upload, "upload")? };
         let data: &[u8] = match (data.is_null(), len) {
             (_, 0) => &[],
             (true, _) => return Err(Failure::Null("data")),
@@ -193,8 +186,8 @@ impl Drop for Lent {
 /// sent straight from `data`, odd ends are copied into the part buffer. The memory must stay
 /// valid and unchanged until `release(release_user_data, data)` is called, which happens
 /// exactly once whatever the outcome, including on failure and when this call rejects its
-/// arguments (release may be NULL when the caller needs no signal). Blocks like
-/// `gantry_upload_write`.
+/// arguments, refuses to block (in a callback) or panics (release may be NULL when the
+/// caller needs no signal). Blocks like `gantry_upload_write`.
 ///
 /// # Safety
 /// `upload` is live; `data` points to `len` readable bytes (may be NULL when `len` is 0).
@@ -207,10 +200,12 @@ pub unsafe extern "C" fn gantry_upload_write_owned(
     release_user_data: *mut c_void,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
+    // Built before the boundary (a struct literal cannot panic) and moved into it, so that
+    // `release` runs whichever way the call ends, a refusal or a panic included.
     let lent = Lent { data, len, release, user_data: release_user_data };
-    run(out_err, move || {
+    ffi_fn!(blocking(out_err), move || {
         // SAFETY: the caller passes NULL or a live upload.
-        let up = unsafe { upload_arg(upload)? };
+        let up = unsafe { borrow(upload, "upload")? };
         if data.is_null() && len > 0 {
             return Err(Failure::Null("data"));
         }
@@ -229,9 +224,9 @@ pub unsafe extern "C" fn gantry_upload_complete(
     upload: *mut gantry_upload,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(blocking(out_err), || {
         // SAFETY: the caller passes NULL or a live upload.
-        let up = unsafe { upload_arg(upload)? };
+        let up = unsafe { borrow(upload, "upload")? };
         up.drive(true, |slot| {
             let inner = slot.take().expect("checked unfinished");
             Box::pin(async move { inner.complete().await.map(|_| ()) })
@@ -248,9 +243,9 @@ pub unsafe extern "C" fn gantry_upload_abort(
     upload: *mut gantry_upload,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(blocking(out_err), || {
         // SAFETY: the caller passes NULL or a live upload.
-        let up = unsafe { upload_arg(upload)? };
+        let up = unsafe { borrow(upload, "upload")? };
         up.drive(true, |slot| Box::pin(slot.take().expect("checked unfinished").abort()))
     })
 }
@@ -259,29 +254,31 @@ pub unsafe extern "C" fn gantry_upload_abort(
 /// complete: that call (or the next) drops its work, aborts the multipart upload, and fails
 /// with GANTRY_RESULT_CANCELLED; every later call but free fails the same way. Returns at
 /// once; harmless after the upload ended. (The way to tie an upload to a Go context or a
-/// C++ stop token.)
+/// C++ stop token.) GANTRY_RESULT_NULL_PARAMETER for NULL, GANTRY_RESULT_PANIC on a panic.
 ///
 /// # Safety
 /// `upload` is live (not yet freed).
 #[no_mangle]
 pub unsafe extern "C" fn gantry_upload_cancel(upload: *const gantry_upload) -> gantry_result {
-    // SAFETY: the caller passes NULL or a live upload.
-    let Some(up) = (unsafe { upload.as_ref() }) else {
-        return gantry_result::GANTRY_RESULT_NULL_PARAMETER;
-    };
-    up.cancel.asked.store(true, std::sync::atomic::Ordering::Release);
-    up.cancel.wake.notify_one();
-    gantry_result::GANTRY_RESULT_OK
+    ffi_fn!(std::ptr::null_mut(), || {
+        // SAFETY: the caller passes NULL or a live upload.
+        let up = unsafe { borrow(upload, "upload")? };
+        up.cancel.asked.store(true, std::sync::atomic::Ordering::Release);
+        up.cancel.wake.notify_one();
+        Ok(())
+    })
 }
 
-/// Frees an upload; an unfinished one is aborted in the background. NULL is allowed.
+/// Frees an upload; an unfinished one is aborted in the background (it never blocks). NULL
+/// is allowed. On a panic (a bug) the upload is leaked.
 ///
 /// # Safety
 /// `upload` is NULL or an upload not yet freed, with no call on it running.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_upload_free(upload: *mut gantry_upload) {
-    if !upload.is_null() {
-        // SAFETY: came from Box::into_raw in gantry_upload_new; freed once.
-        drop(unsafe { Box::from_raw(upload) });
-    }
+    ffi_fn!(fallback(()), || {
+        // SAFETY: NULL or an upload handed out once by gantry_upload_new, freed once.
+        drop(unsafe { gantry_upload::from_raw(upload) });
+        Ok(())
+    })
 }
