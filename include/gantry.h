@@ -21,7 +21,8 @@
  *   there too, one at a time, in object order. Callbacks on worker threads must return
  *   quickly: blocking gantry calls made from them fail with GANTRY_RESULT_INVALID_STATE. From
  *   them you may start requests, cancel, open a window, retain and release chunks, and read
- *   metrics; never wait on or free the request itself. Caller memory given to a request (the
+ *   metrics; gantry_request_free there cancels the request and frees the handle without
+ *   waiting (its done callback still runs once, possibly later). Caller memory given to a request (the
  *   buffer of get_into/put_buffer) is in use until the request ended: done was called or
  *   wait returned. A cancelled request touches it no more once it ended. Every blocking data
  *   call is its *_start twin plus a wait.
@@ -35,8 +36,9 @@
  *   a time, body chunks strictly in object order, done exactly once and last. Data passed to the
  *   body callback is lent: valid only during the call. A slow body callback slows the download
  *   (backpressure), it never makes memory grow. From a callback you may call
- *   gantry_request_cancel (or return non-zero from the body callback); do not call
- *   gantry_request_wait or gantry_request_free on the same request, nor blocking transfers.
+ *   gantry_request_cancel (or return non-zero from the body callback); do not make blocking
+ *   transfers. On the same request gantry_request_wait fails with GANTRY_RESULT_INVALID_STATE
+ *   and gantry_request_free cancels and frees without waiting (it would wait for itself).
  *
  * CREDENTIALS CALLBACK (gantry_config_set_credentials_provider)
  *   A client asks it for keys when it needs them: on first use, ahead of the expiry the callback
@@ -239,7 +241,9 @@ typedef struct gantry_list_page gantry_list_page;
 /*
  An asynchronous request. Made by `gantry_get_async` and the `*_start` calls; the caller
  owns it (Box-owned; the running task shares its state, not the handle) and frees it once
- with `gantry_request_free`, from any thread but its own callbacks. Thread-safe: `gantry_request_wait`, `gantry_request_cancel`, `gantry_request_size` and
+ with `gantry_request_free`, from any thread: from a callback where blocking calls are
+ refused, or from the request's own callback, free cancels and lets go without waiting.
+ Thread-safe: `gantry_request_wait`, `gantry_request_cancel`, `gantry_request_size` and
  `gantry_request_open_window` may be called from any thread, several times, also after the
  request ended.
  */
@@ -887,8 +891,9 @@ gantry_result gantry_client_lane_metrics(const gantry_client *client,
 
 /*
  Blocks until the request ends; returns its result (and error, if `out_err` is not NULL).
- The done callback has returned by then. Not allowed from the request's own callbacks (nor
- from any callback of a `*_start` request: GANTRY_RESULT_INVALID_STATE).
+ The done callback has returned by then. Refused with GANTRY_RESULT_INVALID_STATE (it would
+ wait for itself or stall the workers) from any callback of a `*_start` request, from a
+ credentials callback, and from the callbacks of this request.
 
  # Safety
  `request` is live.
@@ -933,8 +938,14 @@ gantry_result gantry_request_open_window(const gantry_request *request, uint64_t
 
 /*
  Cancels the request if it is still running, waits for it to end (its done callback has
- returned), and frees it. NULL is allowed. Never call it from the request's callbacks. On a
- panic (a bug) it returns without waiting; the handle is never used again.
+ returned), and frees it. NULL is allowed.
+
+ Where waiting is not allowed (any callback of a `*_start` request, a credentials callback,
+ or a callback of this very request) it does not wait, and never deadlocks: it cancels the
+ request and frees the handle at once, and the request ends on its own shortly after. Its
+ done callback still runs exactly once, possibly after this returned: keep `user_data`
+ valid until then. On a panic (a bug) it returns without waiting; the handle is never used
+ again.
 
  # Safety
  `request` is NULL or a request not yet freed.
@@ -1087,7 +1098,9 @@ void gantry_chunk_release(gantry_chunk *chunk);
 /*
  Starts downloading bucket/key in order, calling `body` for each chunk and `done` at the
  end, on the request's own thread. Both callbacks may be NULL. Do not call blocking gantry
- functions on the same client from the callbacks, and never free the request from them.
+ functions on the same client from the callbacks. On this request, `gantry_request_wait`
+ from them fails with GANTRY_RESULT_INVALID_STATE and `gantry_request_free` cancels and
+ frees without waiting (either would otherwise wait for itself).
  The callbacks may block: the download then waits (the client's `read_window` bounds what
  is buffered meanwhile). For many concurrent streams prefer `gantry_get_stream_start`,
  which costs no thread.

@@ -20,7 +20,8 @@
 //!   never free it.
 //! - `gantry_request`: the `*_start` calls and `gantry_get_async`; Box around an `Arc` of the
 //!   state the running task shares; `gantry_request_free`, which cancels and waits for the end;
-//!   any thread, never from the request's own callbacks.
+//!   any thread. From a callback where blocking is refused, or from the request's own
+//!   callback, it cancels and lets go without waiting (the request ends on its own).
 //! - `gantry_upload`: `gantry_upload_new`; Box (its cancel signal is an `Arc` shared with
 //!   `gantry_upload_cancel` only); `gantry_upload_free`, which never blocks (an unfinished
 //!   upload is aborted in the background); any thread with no other call on it running.

@@ -16,7 +16,7 @@ use futures::channel::oneshot;
 use futures::future::{select, Either};
 
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{in_worker_callback, out_arg, panic_error, Failure};
+use crate::guard::{in_worker_callback, may_block, out_arg, panic_error, Failure};
 use crate::handle::{borrow, Boxed};
 
 /// Called exactly once when the request ends, with its result and, on failure, the error
@@ -26,7 +26,9 @@ pub type gantry_done_fn =
 
 /// An asynchronous request. Made by `gantry_get_async` and the `*_start` calls; the caller
 /// owns it (Box-owned; the running task shares its state, not the handle) and frees it once
-/// with `gantry_request_free`, from any thread but its own callbacks. Thread-safe: `gantry_request_wait`, `gantry_request_cancel`, `gantry_request_size` and
+/// with `gantry_request_free`, from any thread: from a callback where blocking calls are
+/// refused, or from the request's own callback, free cancels and lets go without waiting.
+/// Thread-safe: `gantry_request_wait`, `gantry_request_cancel`, `gantry_request_size` and
 /// `gantry_request_open_window` may be called from any thread, several times, also after the
 /// request ended.
 #[derive(Debug)]
@@ -36,6 +38,14 @@ pub struct gantry_request {
 }
 
 impl Boxed for gantry_request {}
+
+impl gantry_request {
+    /// Whether the calling thread is this request's own (`gantry_get_async` runs its
+    /// callbacks there): waiting for the request there would wait for itself.
+    fn on_own_thread(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| t.thread().id() == std::thread::current().id())
+    }
+}
 
 /// Locks `m`, also after a panic poisoned it: every value guarded here is written in one
 /// step, so a panic never leaves one half-updated.
@@ -241,8 +251,9 @@ where
 }
 
 /// Blocks until the request ends; returns its result (and error, if `out_err` is not NULL).
-/// The done callback has returned by then. Not allowed from the request's own callbacks (nor
-/// from any callback of a `*_start` request: GANTRY_RESULT_INVALID_STATE).
+/// The done callback has returned by then. Refused with GANTRY_RESULT_INVALID_STATE (it would
+/// wait for itself or stall the workers) from any callback of a `*_start` request, from a
+/// credentials callback, and from the callbacks of this request.
 ///
 /// # Safety
 /// `request` is live.
@@ -254,6 +265,11 @@ pub unsafe extern "C" fn gantry_request_wait(
     ffi_fn!(blocking(out_err), || {
         // SAFETY: the caller passes NULL or a live request.
         let req = unsafe { borrow(request, "request") }?;
+        if req.on_own_thread() {
+            return Err(Failure::State(
+                "gantry_request_wait called from the request's own callback would wait for itself",
+            ));
+        }
         match &*req.shared.wait() {
             Some((_, Some(err))) => Err(Failure::Error(err.duplicate())),
             _ => Ok(()),
@@ -330,8 +346,14 @@ pub unsafe extern "C" fn gantry_request_open_window(request: *const gantry_reque
 }
 
 /// Cancels the request if it is still running, waits for it to end (its done callback has
-/// returned), and frees it. NULL is allowed. Never call it from the request's callbacks. On a
-/// panic (a bug) it returns without waiting; the handle is never used again.
+/// returned), and frees it. NULL is allowed.
+///
+/// Where waiting is not allowed (any callback of a `*_start` request, a credentials callback,
+/// or a callback of this very request) it does not wait, and never deadlocks: it cancels the
+/// request and frees the handle at once, and the request ends on its own shortly after. Its
+/// done callback still runs exactly once, possibly after this returned: keep `user_data`
+/// valid until then. On a panic (a bug) it returns without waiting; the handle is never used
+/// again.
 ///
 /// # Safety
 /// `request` is NULL or a request not yet freed.
@@ -341,10 +363,151 @@ pub unsafe extern "C" fn gantry_request_free(request: *mut gantry_request) {
         // SAFETY: NULL or a request handed out once by a request-making call, freed once.
         let Some(mut req) = (unsafe { gantry_request::from_raw(request) }) else { return Ok(()) };
         req.shared.cancel();
+        if may_block().is_err() || req.on_own_thread() {
+            // Detached: the task (or thread) holds its own reference to the shared state and
+            // ends the request itself; its thread, if any, is not joined.
+            return Ok(());
+        }
         drop(req.shared.wait());
         if let Some(t) = req.thread.take() {
             let _ = t.join();
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::CString;
+    use std::ptr::null_mut;
+    use std::sync::atomic::{AtomicPtr, Ordering::SeqCst};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::blocking::gantry_create_bucket;
+    use crate::client::{gantry_client, gantry_client_free, gantry_client_new};
+    use crate::config::{gantry_config_free, gantry_config_new, gantry_config_set};
+    use crate::start::gantry_head_object_start;
+
+    const OK: gantry_result = gantry_result::GANTRY_RESULT_OK;
+    const INVALID_STATE: gantry_result = gantry_result::GANTRY_RESULT_INVALID_STATE;
+
+    /// What a done callback shares with its test: the request to act on (set once started)
+    /// and where to report what it saw.
+    struct Probe {
+        request: AtomicPtr<gantry_request>,
+        report: Mutex<mpsc::Sender<(gantry_result, gantry_result)>>,
+    }
+
+    impl Probe {
+        /// The request, once the test stored it (a callback may run before that).
+        fn request(&self) -> *mut gantry_request {
+            for _ in 0..5000 {
+                let r = self.request.load(SeqCst);
+                if !r.is_null() {
+                    return r;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            panic!("the test never stored its request");
+        }
+    }
+
+    /// A done callback that waits on and frees its own request: refused and detached, where
+    /// either would otherwise wait for the very callback making the call.
+    unsafe extern "C" fn wait_and_free_self(user: *mut c_void, result: gantry_result, _: *const gantry_error) {
+        // SAFETY: every test passes a Probe that outlives its request's callbacks.
+        let probe = unsafe { &*(user as *const Probe) };
+        let request = probe.request();
+        // SAFETY: the request is live until this free.
+        let waited = unsafe { gantry_request_wait(request, null_mut()) };
+        // SAFETY: freed once, here.
+        unsafe { gantry_request_free(request) };
+        let _ = lock(&probe.report).send((result, waited));
+    }
+
+    fn client(endpoint: &str) -> *mut gantry_client {
+        let mut config = null_mut();
+        let mut client = null_mut();
+        let set = |config, k: &str, v: &str| {
+            let (k, v) = (CString::new(k).unwrap(), CString::new(v).unwrap());
+            // SAFETY: a live configuration and NUL-terminated strings.
+            assert_eq!(unsafe { gantry_config_set(config, k.as_ptr(), v.as_ptr(), null_mut()) }, OK, "{k:?}");
+        };
+        // SAFETY: writable out-pointers; the configuration is freed once.
+        unsafe {
+            assert_eq!(gantry_config_new(&mut config, null_mut()), OK);
+            set(config, "endpoint_url", endpoint);
+            set(config, "access_key_id", gantry_server::DEFAULT_ACCESS_KEY);
+            set(config, "secret_access_key", gantry_server::DEFAULT_SECRET_KEY);
+            set(config, "worker_threads", "2");
+            assert_eq!(gantry_client_new(config, &mut client, null_mut()), OK);
+            gantry_config_free(config);
+        }
+        client
+    }
+
+    #[test]
+    fn wait_and_free_from_a_worker_callback_refuse_to_block_instead_of_deadlocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = gantry_server::ServerConfig::new(dir.path().join("s3"), "127.0.0.1:0".parse().unwrap());
+        let server = gantry_server::start_background(config, 2).unwrap();
+        let client = client(&server.endpoint_url());
+        let (tx, rx) = mpsc::channel();
+        let probe = Box::new(Probe { request: AtomicPtr::new(null_mut()), report: Mutex::new(tx) });
+        let user = &*probe as *const Probe as *mut c_void;
+        let mut request = null_mut();
+        // SAFETY: live client, NUL-terminated strings, the probe outlives the request.
+        unsafe {
+            assert_eq!(gantry_create_bucket(client, c"free-test".as_ptr(), null_mut()), OK);
+            let r = gantry_head_object_start(
+                client,
+                c"free-test".as_ptr(),
+                c"missing".as_ptr(),
+                Some(wait_and_free_self),
+                user,
+                &mut request,
+                null_mut(),
+            );
+            assert_eq!(r, OK);
+        }
+        probe.request.store(request, SeqCst);
+        let seen = rx.recv_timeout(Duration::from_secs(20)).expect("the done callback deadlocked in wait or free");
+        assert_eq!(seen, (gantry_result::GANTRY_RESULT_NOT_FOUND, INVALID_STATE));
+        // SAFETY: the request was freed by its callback; the client is freed once.
+        unsafe { gantry_client_free(client) };
+    }
+
+    #[test]
+    #[allow(deprecated)]
+    fn wait_and_free_from_a_request_thread_callback_refuse_to_block_on_themselves() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = gantry_server::ServerConfig::new(dir.path().join("s3"), "127.0.0.1:0".parse().unwrap());
+        let server = gantry_server::start_background(config, 2).unwrap();
+        let client = client(&server.endpoint_url());
+        let (tx, rx) = mpsc::channel();
+        let probe = Box::new(Probe { request: AtomicPtr::new(null_mut()), report: Mutex::new(tx) });
+        let user = &*probe as *const Probe as *mut c_void;
+        let mut request = null_mut();
+        // SAFETY: live client, NUL-terminated strings, the probe outlives the request.
+        unsafe {
+            let r = crate::stream::gantry_get_async(
+                client,
+                c"free-test".as_ptr(),
+                c"missing".as_ptr(),
+                None,
+                Some(wait_and_free_self),
+                user,
+                &mut request,
+                null_mut(),
+            );
+            assert_eq!(r, OK);
+        }
+        probe.request.store(request, SeqCst);
+        let seen = rx.recv_timeout(Duration::from_secs(20)).expect("the done callback deadlocked in wait or free");
+        assert_eq!(seen.1, INVALID_STATE, "waiting on itself is refused");
+        // SAFETY: the request was freed by its callback; the client is freed once.
+        unsafe { gantry_client_free(client) };
+    }
 }

@@ -79,7 +79,9 @@ pub unsafe extern "C" fn gantry_chunk_release(chunk: *mut gantry_chunk) {
 
 /// Starts downloading bucket/key in order, calling `body` for each chunk and `done` at the
 /// end, on the request's own thread. Both callbacks may be NULL. Do not call blocking gantry
-/// functions on the same client from the callbacks, and never free the request from them.
+/// functions on the same client from the callbacks. On this request, `gantry_request_wait`
+/// from them fails with GANTRY_RESULT_INVALID_STATE and `gantry_request_free` cancels and
+/// frees without waiting (either would otherwise wait for itself).
 /// The callbacks may block: the download then waits (the client's `read_window` bounds what
 /// is buffered meanwhile). For many concurrent streams prefer `gantry_get_stream_start`,
 /// which costs no thread.
