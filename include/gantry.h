@@ -89,6 +89,18 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#ifndef GANTRY_DEPRECATED
+#if defined(__cplusplus) && __cplusplus >= 201402L
+#define GANTRY_DEPRECATED(note) [[deprecated(note)]]
+#elif defined(__GNUC__) || defined(__clang__)
+#define GANTRY_DEPRECATED(note) __attribute__((deprecated(note)))
+#elif defined(_MSC_VER)
+#define GANTRY_DEPRECATED(note) __declspec(deprecated(note))
+#else
+#define GANTRY_DEPRECATED(note)
+#endif
+#endif
+
 
 /*
  Major version: changes when the ABI breaks.
@@ -857,11 +869,15 @@ const char *gantry_list_page_next_token(const gantry_list_page *page);
 void gantry_list_page_free(gantry_list_page *page);
 
 /*
+ Deprecated (a frozen struct): use `gantry_client_metrics_ex`, which has these counters and
+ every later one.
+
  Writes the client's counters to `*out`. Cheap; safe from any thread.
 
  # Safety
  `client` is live; `out` is writable.
  */
+GANTRY_DEPRECATED("use gantry_client_metrics_ex: every counter, and room for more")
 gantry_result gantry_client_metrics(const gantry_client *client,
                                     gantry_metrics *out,
                                     gantry_error **out_err);
@@ -1096,6 +1112,10 @@ gantry_chunk *gantry_chunk_retain(const gantry_chunk *chunk);
 void gantry_chunk_release(gantry_chunk *chunk);
 
 /*
+ Deprecated (a thread per request): use `gantry_get_stream_start`, whose chunk callback
+ gets the same in-order bytes on the client's workers, with a read window for
+ backpressure.
+
  Starts downloading bucket/key in order, calling `body` for each chunk and `done` at the
  end, on the request's own thread. Both callbacks may be NULL. Do not call blocking gantry
  functions on the same client from the callbacks. On this request, `gantry_request_wait`
@@ -1109,6 +1129,7 @@ void gantry_chunk_release(gantry_chunk *chunk);
  `client` is live and outlives the request; strings are NUL-terminated; `user_data` stays
  valid until `done` was called (or `gantry_request_free` returned).
  */
+GANTRY_DEPRECATED("use gantry_get_stream_start: it runs on the client's workers, not a thread per request")
 gantry_result gantry_get_async(const gantry_client *client,
                                const char *bucket,
                                const char *key,

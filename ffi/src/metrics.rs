@@ -26,11 +26,15 @@ pub struct gantry_metrics {
     pub errors: u64,
 }
 
+/// Deprecated (a frozen struct): use `gantry_client_metrics_ex`, which has these counters and
+/// every later one.
+///
 /// Writes the client's counters to `*out`. Cheap; safe from any thread.
 ///
 /// # Safety
 /// `client` is live; `out` is writable.
 #[no_mangle]
+#[deprecated(note = "use gantry_client_metrics_ex: every counter, and room for more")]
 pub unsafe extern "C" fn gantry_client_metrics(
     client: *const gantry_client,
     out: *mut gantry_metrics,

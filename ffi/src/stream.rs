@@ -77,6 +77,10 @@ pub unsafe extern "C" fn gantry_chunk_release(chunk: *mut gantry_chunk) {
     })
 }
 
+/// Deprecated (a thread per request): use `gantry_get_stream_start`, whose chunk callback
+/// gets the same in-order bytes on the client's workers, with a read window for
+/// backpressure.
+///
 /// Starts downloading bucket/key in order, calling `body` for each chunk and `done` at the
 /// end, on the request's own thread. Both callbacks may be NULL. Do not call blocking gantry
 /// functions on the same client from the callbacks. On this request, `gantry_request_wait`
@@ -90,6 +94,7 @@ pub unsafe extern "C" fn gantry_chunk_release(chunk: *mut gantry_chunk) {
 /// `client` is live and outlives the request; strings are NUL-terminated; `user_data` stays
 /// valid until `done` was called (or `gantry_request_free` returned).
 #[no_mangle]
+#[deprecated(note = "use gantry_get_stream_start: it runs on the client's workers, not a thread per request")]
 pub unsafe extern "C" fn gantry_get_async(
     client: *const gantry_client,
     bucket: *const c_char,
