@@ -704,7 +704,8 @@ gantry_result gantry_credentials_out_set(gantry_credentials_out *out,
  Gives the reason a callback fails its fetch (call it, then return non-zero). The message is
  copied (bytes that are not UTF-8 are replaced) and becomes part of the
  GANTRY_RESULT_CREDENTIALS error of the requests that needed the credentials, after
- "credentials callback: ". Never put secrets in it.
+ "credentials callback: ". Never put secrets in it. GANTRY_RESULT_NULL_PARAMETER when `out`
+ or `message` is NULL, GANTRY_RESULT_PANIC on a panic.
 
  # Safety
  `out` is the object lent to the running callback; `message` is NUL-terminated.
