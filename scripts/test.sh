@@ -35,7 +35,7 @@ trap 'rm -f "$log"' EXIT
 set +e
 cargo test --workspace --locked --release 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
-echo "== C++ wrapper (CMake, GoogleTest, ctest)"
+echo "== C++ wrapper (CMake, GoogleTest, ctest; a plain build, then one with ASan and UBSan)"
 bindings/cpp/run_tests.sh 2>&1 | tee -a "$log"
 cpp_status=${PIPESTATUS[0]}
 [[ $status -ne 0 ]] || status=$cpp_status
