@@ -21,7 +21,8 @@
  *   there too, one at a time, in object order. Callbacks on worker threads must return
  *   quickly: blocking gantry calls made from them fail with GANTRY_RESULT_INVALID_STATE. From
  *   them you may start requests, cancel, open a window, retain and release chunks, and read
- *   metrics; never wait on or free the request itself. Caller memory given to a request (the
+ *   metrics; gantry_request_free there cancels the request and frees the handle without
+ *   waiting (its done callback still runs once, possibly later). Caller memory given to a request (the
  *   buffer of get_into/put_buffer) is in use until the request ended: done was called or
  *   wait returned. A cancelled request touches it no more once it ended. Every blocking data
  *   call is its *_start twin plus a wait.
@@ -35,8 +36,9 @@
  *   a time, body chunks strictly in object order, done exactly once and last. Data passed to the
  *   body callback is lent: valid only during the call. A slow body callback slows the download
  *   (backpressure), it never makes memory grow. From a callback you may call
- *   gantry_request_cancel (or return non-zero from the body callback); do not call
- *   gantry_request_wait or gantry_request_free on the same request, nor blocking transfers.
+ *   gantry_request_cancel (or return non-zero from the body callback); do not make blocking
+ *   transfers. On the same request gantry_request_wait fails with GANTRY_RESULT_INVALID_STATE
+ *   and gantry_request_free cancels and frees without waiting (it would wait for itself).
  *
  * CREDENTIALS CALLBACK (gantry_config_set_credentials_provider)
  *   A client asks it for keys when it needs them: on first use, ahead of the expiry the callback
@@ -52,15 +54,25 @@
  *   gantry_client_free returned), never while the callback runs.
  *
  * OWNERSHIP
- *   Every object returned through an out-parameter is owned by the caller and freed with its
- *   _free function (NULL-safe). Strings passed in are borrowed for the duration of the call.
- *   Strings returned by accessors are owned by the object they come from and valid until it
- *   is freed. Out-parameters are written only on success (out_err only on failure).
+ *   Every object returned through an out-parameter is owned by the caller alone (no handle
+ *   is reference-counted across the ABI) and freed once with its _free function (NULL-safe);
+ *   a retained gantry_chunk with gantry_chunk_release. Lent objects (the error given to a
+ *   done callback, the chunk given to a chunk callback, gantry_credentials_out) are never
+ *   freed by the caller. Each handle's documentation says from which thread and callback it
+ *   may be freed. Strings passed in are borrowed for the duration of the call. Strings
+ *   returned by accessors are owned by the object they come from and valid until it is
+ *   freed. Out-parameters are written only on success (out_err only on failure).
  *
  * ERRORS
  *   Every function returns a gantry_result. When it is not GANTRY_RESULT_OK and out_err is
  *   not NULL, *out_err receives a gantry_error with the message, HTTP status, S3 error code
  *   and request id; free it with gantry_error_free.
+ *
+ * PANICS
+ *   No Rust panic ever unwinds into the caller (a panic is a bug: please report it). A call
+ *   returning gantry_result returns GANTRY_RESULT_PANIC (and an error in out_err); a call
+ *   returning a value returns the fallback its documentation names (the same as for a NULL
+ *   argument); a _free or _release function returns without using the object again.
  *
  * FORK
  *   A client made before fork() cannot be used in the child (its worker threads do not exist
@@ -77,6 +89,18 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#ifndef GANTRY_DEPRECATED
+#if defined(__cplusplus) && __cplusplus >= 201402L
+#define GANTRY_DEPRECATED(note) [[deprecated(note)]]
+#elif defined(__GNUC__) || defined(__clang__)
+#define GANTRY_DEPRECATED(note) __attribute__((deprecated(note)))
+#elif defined(_MSC_VER)
+#define GANTRY_DEPRECATED(note) __declspec(deprecated(note))
+#else
+#define GANTRY_DEPRECATED(note)
+#endif
+#endif
+
 
 /*
  Major version: changes when the ABI breaks.
@@ -182,23 +206,27 @@ typedef enum {
 } gantry_result;
 
 /*
- A piece of a downloaded object in the engine's network buffer. Lent to a chunk callback;
- `gantry_chunk_retain` makes an owned reference the caller releases with
- `gantry_chunk_release`, from any thread. Retained chunks hold their memory: open the read
- window only as far as you are willing to hold.
+ A piece of a downloaded object in the engine's network buffer. Lent to a chunk callback
+ for the call (never free a lent chunk); `gantry_chunk_retain` makes an owned reference
+ (Box-owned, holding a reference to the buffer) the caller releases once with
+ `gantry_chunk_release`, from any thread, callbacks included. Retained chunks hold their
+ memory: open the read window only as far as you are willing to hold.
  */
 typedef struct gantry_chunk gantry_chunk;
 
 /*
  A client: connection pool, memory budget and worker threads. Safe to share across
- threads. Create with `gantry_client_new`, free with `gantry_client_free`.
+ threads. Create with `gantry_client_new`; the caller owns it (Box-owned) and frees it once
+ with `gantry_client_free`, from any thread, once no other thread uses it and not from a
+ callback of its own requests.
  */
 typedef struct gantry_client gantry_client;
 
 /*
  Client settings under construction. Create with `gantry_config_new`, set with
  `gantry_config_set` (and `gantry_config_set_credentials_provider`), pass to
- `gantry_client_new` (which copies it), free with `gantry_config_free`. Not thread-safe.
+ `gantry_client_new` (which copies it). The caller owns it (Box-owned) and frees it once
+ with `gantry_config_free`. Not thread-safe: serialize calls.
  */
 typedef struct gantry_config gantry_config;
 
@@ -216,25 +244,30 @@ typedef struct gantry_credentials_out gantry_credentials_out;
 typedef struct gantry_error gantry_error;
 
 /*
- One page of ListObjectsV2. Owned by the caller; free with `gantry_list_page_free`. Strings
- returned by its accessors live as long as the page.
+ One page of ListObjectsV2. The caller owns it (Box-owned) and frees it once with
+ `gantry_list_page_free`, from any thread. Strings returned by its accessors live as long as
+ the page. Read-only: safe to read from several threads.
  */
 typedef struct gantry_list_page gantry_list_page;
 
 /*
- An asynchronous request. Made by `gantry_get_async` and the `*_start` calls; free it with
- `gantry_request_free`. `gantry_request_wait`, `gantry_request_cancel`,
- `gantry_request_size` and `gantry_request_open_window` may be called from any thread,
- several times, also after the request ended.
+ An asynchronous request. Made by `gantry_get_async` and the `*_start` calls; the caller
+ owns it (Box-owned; the running task shares its state, not the handle) and frees it once
+ with `gantry_request_free`, from any thread: from a callback where blocking calls are
+ refused, or from the request's own callback, free cancels and lets go without waiting.
+ Thread-safe: `gantry_request_wait`, `gantry_request_cancel`, `gantry_request_size` and
+ `gantry_request_open_window` may be called from any thread, several times, also after the
+ request ended.
  */
 typedef struct gantry_request gantry_request;
 
 /*
  A streaming upload of unknown length (checkpoints). Not thread-safe: serialize calls,
  except `gantry_upload_cancel`, which any thread may call at any time.
- End it with `gantry_upload_complete` or `gantry_upload_abort`, then free it with
- `gantry_upload_free`; freeing an upload that was neither completed nor aborted aborts it
- (no multipart parts are left on the server).
+ End it with `gantry_upload_complete` or `gantry_upload_abort`. The caller owns it
+ (Box-owned) and frees it once with `gantry_upload_free`, from any thread with no other
+ call on it running (callbacks included: free never blocks); freeing an upload that was
+ neither completed nor aborted aborts it (no multipart parts are left on the server).
  */
 typedef struct gantry_upload gantry_upload;
 
@@ -453,10 +486,123 @@ extern "C" {
 #endif // __cplusplus
 
 /*
- The library version as "MAJOR.MINOR.PATCH" (static storage, never free it). Compare it
- with the GANTRY_VERSION_* macros to detect a header/library mismatch.
+ The library version as "MAJOR.MINOR.PATCH" (static storage, never free it; "" on a
+ panic). Compare it with the GANTRY_VERSION_* macros to detect a header/library mismatch.
  */
 const char *gantry_version(void);
+
+/*
+ Downloads bucket/key into `buf` (`buf_len` bytes) with parallel ranged GETs, writing the
+ object's size to `*out_size` (may be NULL). A buffer smaller than the object fails with
+ GANTRY_RESULT_INVALID_ARGUMENT before any byte is written. `buf` is borrowed for the call.
+
+ # Safety
+ `client` is live; `bucket`, `key` are NUL-terminated; `buf` points to `buf_len` writable
+ bytes (may be NULL when `buf_len` is 0).
+ */
+gantry_result gantry_get_into(const gantry_client *client,
+                              const char *bucket,
+                              const char *key,
+                              uint8_t *buf,
+                              size_t buf_len,
+                              uint64_t *out_size,
+                              gantry_error **out_err);
+
+/*
+ Downloads `length` bytes of bucket/key starting at `offset` into `buf` (`buf_len` >=
+ `length`), straight from the network buffers. A range reaching past the end of the object
+ is cut there: `*out_written` (may be NULL) receives the bytes written. A range starting at
+ or past the end fails with GANTRY_RESULT_CLIENT_ERROR (HTTP 416, "InvalidRange").
+
+ # Safety
+ `client` is live; `bucket`, `key` are NUL-terminated; `buf` points to `buf_len` writable bytes.
+ */
+gantry_result gantry_get_range_into(const gantry_client *client,
+                                    const char *bucket,
+                                    const char *key,
+                                    uint64_t offset,
+                                    uint64_t length,
+                                    uint8_t *buf,
+                                    size_t buf_len,
+                                    uint64_t *out_written,
+                                    gantry_error **out_err);
+
+/*
+ Downloads bucket/key into the file at `path` (positional writes into a temporary file in the
+ same directory, renamed over `path` only on success). An existing device or FIFO such as
+ `/dev/null` is opened and written in order instead of being replaced.
+
+ # Safety
+ `client` is live; string arguments are NUL-terminated.
+ */
+gantry_result gantry_get_to_file(const gantry_client *client,
+                                 const char *bucket,
+                                 const char *key,
+                                 const char *path,
+                                 uint64_t *out_size,
+                                 gantry_error **out_err);
+
+/*
+ Uploads `len` bytes at `data` as bucket/key (PutObject, or multipart above the threshold)
+ without copying them: parts are sent straight from `data`. `data` must stay valid and
+ unchanged until the call returns; the call returns only once the library holds no
+ reference to it (also after a failure or a cancelled part).
+
+ # Safety
+ `client` is live; strings are NUL-terminated; `data` points to `len` readable bytes (may
+ be NULL when `len` is 0) that nobody writes during the call.
+ */
+gantry_result gantry_put_buffer(const gantry_client *client,
+                                const char *bucket,
+                                const char *key,
+                                const uint8_t *data,
+                                size_t len,
+                                gantry_error **out_err);
+
+/*
+ Uploads the file at `path` as bucket/key, reading parts in parallel.
+
+ # Safety
+ `client` is live; strings are NUL-terminated.
+ */
+gantry_result gantry_put_file(const gantry_client *client,
+                              const char *bucket,
+                              const char *key,
+                              const char *path,
+                              gantry_error **out_err);
+
+/*
+ HeadObject: writes the object's size to `*out_size` (may be NULL).
+
+ # Safety
+ `client` is live; strings are NUL-terminated.
+ */
+gantry_result gantry_head_object(const gantry_client *client,
+                                 const char *bucket,
+                                 const char *key,
+                                 uint64_t *out_size,
+                                 gantry_error **out_err);
+
+/*
+ DeleteObject.
+
+ # Safety
+ `client` is live; strings are NUL-terminated.
+ */
+gantry_result gantry_delete_object(const gantry_client *client,
+                                   const char *bucket,
+                                   const char *key,
+                                   gantry_error **out_err);
+
+/*
+ CreateBucket (for S3-compatible stores and tests).
+
+ # Safety
+ `client` is live; `bucket` is NUL-terminated.
+ */
+gantry_result gantry_create_bucket(const gantry_client *client,
+                                   const char *bucket,
+                                   gantry_error **out_err);
 
 /*
  Creates a client from `config` (copied; the config may be freed right after). Starts the
@@ -470,10 +616,10 @@ gantry_result gantry_client_new(const gantry_config *config,
                                 gantry_error **out_err);
 
 /*
- Frees a client: cancels its transfers and stops its worker threads without waiting.
- NULL is allowed. Freeing twice, or while another thread still uses the client, is
- undefined behaviour. In a fork child, the parent's client is released without touching
- its (absent) threads.
+ Frees a client: cancels its transfers and stops its worker threads without waiting (it
+ never blocks). NULL is allowed. Freeing twice, or while another thread still uses the
+ client, is undefined behaviour. In a fork child, the parent's client is released without
+ touching its (absent) threads. On a panic (a bug) the client is leaked.
 
  # Safety
  `client` is NULL or a client not yet freed and not in use by other threads.
@@ -524,7 +670,8 @@ gantry_result gantry_config_set(gantry_config *config,
 
 /*
  Frees a configuration. NULL is allowed. A credentials provider's `release` runs here when
- no client built from the configuration still holds the provider.
+ no client built from the configuration still holds the provider. On a panic (a bug) the
+ configuration is leaked.
 
  # Safety
  `config` is NULL or a configuration not yet freed.
@@ -557,7 +704,8 @@ gantry_result gantry_credentials_out_set(gantry_credentials_out *out,
  Gives the reason a callback fails its fetch (call it, then return non-zero). The message is
  copied (bytes that are not UTF-8 are replaced) and becomes part of the
  GANTRY_RESULT_CREDENTIALS error of the requests that needed the credentials, after
- "credentials callback: ". Never put secrets in it.
+ "credentials callback: ". Never put secrets in it. GANTRY_RESULT_NULL_PARAMETER when `out`
+ or `message` is NULL, GANTRY_RESULT_PANIC on a panic.
 
  # Safety
  `out` is the object lent to the running callback; `message` is NUL-terminated.
@@ -602,7 +750,8 @@ gantry_result gantry_config_set_credentials_provider(gantry_config *config,
                                                      gantry_error **out_err);
 
 /*
- The result code this error was returned with.
+ The result code this error was returned with; GANTRY_RESULT_NULL_PARAMETER for NULL,
+ GANTRY_RESULT_PANIC on a panic.
 
  # Safety
  `err` is NULL or a live error from this library.
@@ -610,7 +759,8 @@ gantry_result gantry_config_set_credentials_provider(gantry_config *config,
 gantry_result gantry_error_result(const gantry_error *err);
 
 /*
- The message (never NULL for a live error; "" for NULL). Valid until the error is freed.
+ The message (never NULL for a live error; "" for NULL or on a panic). Valid until the
+ error is freed.
 
  # Safety
  `err` is NULL or a live error from this library.
@@ -618,7 +768,8 @@ gantry_result gantry_error_result(const gantry_error *err);
 const char *gantry_error_message(const gantry_error *err);
 
 /*
- The HTTP status of the server's answer, or 0 when there was none.
+ The HTTP status of the server's answer, or 0 when there was none (also for NULL or on a
+ panic).
 
  # Safety
  `err` is NULL or a live error from this library.
@@ -626,7 +777,8 @@ const char *gantry_error_message(const gantry_error *err);
 uint16_t gantry_error_http_status(const gantry_error *err);
 
 /*
- The S3 error code (e.g. "NoSuchKey", "SlowDown"), or NULL. Valid until the error is freed.
+ The S3 error code (e.g. "NoSuchKey", "SlowDown"), or NULL (also for NULL or on a panic).
+ Valid until the error is freed.
 
  # Safety
  `err` is NULL or a live error from this library.
@@ -634,7 +786,8 @@ uint16_t gantry_error_http_status(const gantry_error *err);
 const char *gantry_error_s3_code(const gantry_error *err);
 
 /*
- The server's request id, or NULL. Valid until the error is freed.
+ The server's request id, or NULL (also for NULL or on a panic). Valid until the error is
+ freed.
 
  # Safety
  `err` is NULL or a live error from this library.
@@ -642,7 +795,7 @@ const char *gantry_error_s3_code(const gantry_error *err);
 const char *gantry_error_request_id(const gantry_error *err);
 
 /*
- Whether retrying the same call may succeed (1) or not (0).
+ Whether retrying the same call may succeed (1) or not (0; also for NULL or on a panic).
 
  # Safety
  `err` is NULL or a live error from this library.
@@ -650,7 +803,8 @@ const char *gantry_error_request_id(const gantry_error *err);
 bool gantry_error_retryable(const gantry_error *err);
 
 /*
- Frees an error. NULL is allowed. Freeing twice is undefined behaviour.
+ Frees an error. NULL is allowed. Freeing twice is undefined behaviour. Any thread; never
+ the error lent to a done callback. On a panic (a bug) the error is leaked.
 
  # Safety
  `err` is NULL or an error from this library not yet freed.
@@ -675,7 +829,7 @@ gantry_result gantry_list_objects(const gantry_client *client,
                                   gantry_error **out_err);
 
 /*
- Number of objects in the page (0 for NULL).
+ Number of objects in the page (0 for NULL or on a panic).
 
  # Safety
  `page` is NULL or live.
@@ -683,7 +837,7 @@ gantry_result gantry_list_objects(const gantry_client *client,
 size_t gantry_list_page_count(const gantry_list_page *page);
 
 /*
- Key of object `i`, or NULL when `i` is out of range.
+ Key of object `i`, or NULL when `i` is out of range (also for NULL or on a panic).
 
  # Safety
  `page` is NULL or live.
@@ -691,7 +845,7 @@ size_t gantry_list_page_count(const gantry_list_page *page);
 const char *gantry_list_page_key(const gantry_list_page *page, size_t i);
 
 /*
- Size of object `i` in bytes (0 when `i` is out of range).
+ Size of object `i` in bytes (0 when `i` is out of range; also for NULL or on a panic).
 
  # Safety
  `page` is NULL or live.
@@ -699,7 +853,8 @@ const char *gantry_list_page_key(const gantry_list_page *page, size_t i);
 uint64_t gantry_list_page_size(const gantry_list_page *page, size_t i);
 
 /*
- The token for the next page, or NULL when this is the last page.
+ The token for the next page, or NULL when this is the last page (also for NULL or on a
+ panic).
 
  # Safety
  `page` is NULL or live.
@@ -707,7 +862,7 @@ uint64_t gantry_list_page_size(const gantry_list_page *page, size_t i);
 const char *gantry_list_page_next_token(const gantry_list_page *page);
 
 /*
- Frees a page. NULL is allowed.
+ Frees a page. NULL is allowed. On a panic (a bug) the page is leaked.
 
  # Safety
  `page` is NULL or a page not yet freed.
@@ -715,11 +870,15 @@ const char *gantry_list_page_next_token(const gantry_list_page *page);
 void gantry_list_page_free(gantry_list_page *page);
 
 /*
+ Deprecated (a frozen struct): use `gantry_client_metrics_ex`, which has these counters and
+ every later one.
+
  Writes the client's counters to `*out`. Cheap; safe from any thread.
 
  # Safety
  `client` is live; `out` is writable.
  */
+GANTRY_DEPRECATED("use gantry_client_metrics_ex: every counter, and room for more")
 gantry_result gantry_client_metrics(const gantry_client *client,
                                     gantry_metrics *out,
                                     gantry_error **out_err);
@@ -749,8 +908,9 @@ gantry_result gantry_client_lane_metrics(const gantry_client *client,
 
 /*
  Blocks until the request ends; returns its result (and error, if `out_err` is not NULL).
- The done callback has returned by then. Not allowed from the request's own callbacks (nor
- from any callback of a `*_start` request: GANTRY_RESULT_INVALID_STATE).
+ The done callback has returned by then. Refused with GANTRY_RESULT_INVALID_STATE (it would
+ wait for itself or stall the workers) from any callback of a `*_start` request, from a
+ credentials callback, and from the callbacks of this request.
 
  # Safety
  `request` is live.
@@ -761,6 +921,7 @@ gantry_result gantry_request_wait(const gantry_request *request, gantry_error **
  Asks the request to stop: in-flight parts are dropped and the request ends with
  GANTRY_RESULT_CANCELLED (unless it already ended). Returns at once; safe from any thread,
  including the request's callbacks, and harmless after the request ended.
+ GANTRY_RESULT_NULL_PARAMETER for NULL, GANTRY_RESULT_PANIC on a panic.
 
  # Safety
  `request` is live.
@@ -785,6 +946,7 @@ gantry_result gantry_request_size(const gantry_request *request,
  Lets a stream started by `gantry_get_stream_start` hand `bytes` more to its chunk callback
  (the read window the caller opens, as it consumes). Safe from any thread, including the
  chunk callback; harmless after the request ended and on a stream whose window is unlimited.
+ GANTRY_RESULT_NULL_PARAMETER for NULL, GANTRY_RESULT_PANIC on a panic.
 
  # Safety
  `request` is live.
@@ -793,7 +955,14 @@ gantry_result gantry_request_open_window(const gantry_request *request, uint64_t
 
 /*
  Cancels the request if it is still running, waits for it to end (its done callback has
- returned), and frees it. NULL is allowed. Never call it from the request's callbacks.
+ returned), and frees it. NULL is allowed.
+
+ Where waiting is not allowed (any callback of a `*_start` request, a credentials callback,
+ or a callback of this very request) it does not wait, and never deadlocks: it cancels the
+ request and frees the handle at once, and the request ends on its own shortly after. Its
+ done callback still runs exactly once, possibly after this returned: keep `user_data`
+ valid until then. On a panic (a bug) it returns without waiting; the handle is never used
+ again.
 
  # Safety
  `request` is NULL or a request not yet freed.
@@ -926,7 +1095,8 @@ gantry_result gantry_delete_object_start(const gantry_client *client,
 
 /*
  Makes an owned reference to a lent chunk: its bytes (the `data` pointer the callback got)
- stay valid until `gantry_chunk_release`. Returns NULL when `chunk` is NULL. No copy.
+ stay valid until `gantry_chunk_release`. Returns NULL when `chunk` is NULL (also on a
+ panic). No copy.
 
  # Safety
  `chunk` is NULL or the chunk lent to a running chunk callback (or a retained chunk).
@@ -934,7 +1104,8 @@ gantry_result gantry_delete_object_start(const gantry_client *client,
 gantry_chunk *gantry_chunk_retain(const gantry_chunk *chunk);
 
 /*
- Releases a retained chunk (NULL is allowed). Any thread; never on a lent chunk.
+ Releases a retained chunk (NULL is allowed). Any thread; never on a lent chunk. On a
+ panic (a bug) the chunk is leaked.
 
  # Safety
  `chunk` is NULL or came from `gantry_chunk_retain` and was not released yet.
@@ -942,9 +1113,15 @@ gantry_chunk *gantry_chunk_retain(const gantry_chunk *chunk);
 void gantry_chunk_release(gantry_chunk *chunk);
 
 /*
+ Deprecated (a thread per request): use `gantry_get_stream_start`, whose chunk callback
+ gets the same in-order bytes on the client's workers, with a read window for
+ backpressure.
+
  Starts downloading bucket/key in order, calling `body` for each chunk and `done` at the
  end, on the request's own thread. Both callbacks may be NULL. Do not call blocking gantry
- functions on the same client from the callbacks, and never free the request from them.
+ functions on the same client from the callbacks. On this request, `gantry_request_wait`
+ from them fails with GANTRY_RESULT_INVALID_STATE and `gantry_request_free` cancels and
+ frees without waiting (either would otherwise wait for itself).
  The callbacks may block: the download then waits (the client's `read_window` bounds what
  is buffered meanwhile). For many concurrent streams prefer `gantry_get_stream_start`,
  which costs no thread.
@@ -953,6 +1130,7 @@ void gantry_chunk_release(gantry_chunk *chunk);
  `client` is live and outlives the request; strings are NUL-terminated; `user_data` stays
  valid until `done` was called (or `gantry_request_free` returned).
  */
+GANTRY_DEPRECATED("use gantry_get_stream_start: it runs on the client's workers, not a thread per request")
 gantry_result gantry_get_async(const gantry_client *client,
                                const char *bucket,
                                const char *key,
@@ -993,119 +1171,6 @@ gantry_result gantry_get_stream_start(const gantry_client *client,
                                       gantry_error **out_err);
 
 /*
- Downloads bucket/key into `buf` (`buf_len` bytes) with parallel ranged GETs, writing the
- object's size to `*out_size` (may be NULL). A buffer smaller than the object fails with
- GANTRY_RESULT_INVALID_ARGUMENT before any byte is written. `buf` is borrowed for the call.
-
- # Safety
- `client` is live; `bucket`, `key` are NUL-terminated; `buf` points to `buf_len` writable
- bytes (may be NULL when `buf_len` is 0).
- */
-gantry_result gantry_get_into(const gantry_client *client,
-                              const char *bucket,
-                              const char *key,
-                              uint8_t *buf,
-                              size_t buf_len,
-                              uint64_t *out_size,
-                              gantry_error **out_err);
-
-/*
- Downloads `length` bytes of bucket/key starting at `offset` into `buf` (`buf_len` >=
- `length`), straight from the network buffers. A range reaching past the end of the object
- is cut there: `*out_written` (may be NULL) receives the bytes written. A range starting at
- or past the end fails with GANTRY_RESULT_CLIENT_ERROR (HTTP 416, "InvalidRange").
-
- # Safety
- `client` is live; `bucket`, `key` are NUL-terminated; `buf` points to `buf_len` writable bytes.
- */
-gantry_result gantry_get_range_into(const gantry_client *client,
-                                    const char *bucket,
-                                    const char *key,
-                                    uint64_t offset,
-                                    uint64_t length,
-                                    uint8_t *buf,
-                                    size_t buf_len,
-                                    uint64_t *out_written,
-                                    gantry_error **out_err);
-
-/*
- Downloads bucket/key into the file at `path` (positional writes into a temporary file in the
- same directory, renamed over `path` only on success). An existing device or FIFO such as
- `/dev/null` is opened and written in order instead of being replaced.
-
- # Safety
- `client` is live; string arguments are NUL-terminated.
- */
-gantry_result gantry_get_to_file(const gantry_client *client,
-                                 const char *bucket,
-                                 const char *key,
-                                 const char *path,
-                                 uint64_t *out_size,
-                                 gantry_error **out_err);
-
-/*
- Uploads `len` bytes at `data` as bucket/key (PutObject, or multipart above the threshold)
- without copying them: parts are sent straight from `data`. `data` must stay valid and
- unchanged until the call returns; the call returns only once the library holds no
- reference to it (also after a failure or a cancelled part).
-
- # Safety
- `client` is live; strings are NUL-terminated; `data` points to `len` readable bytes (may
- be NULL when `len` is 0) that nobody writes during the call.
- */
-gantry_result gantry_put_buffer(const gantry_client *client,
-                                const char *bucket,
-                                const char *key,
-                                const uint8_t *data,
-                                size_t len,
-                                gantry_error **out_err);
-
-/*
- Uploads the file at `path` as bucket/key, reading parts in parallel.
-
- # Safety
- `client` is live; strings are NUL-terminated.
- */
-gantry_result gantry_put_file(const gantry_client *client,
-                              const char *bucket,
-                              const char *key,
-                              const char *path,
-                              gantry_error **out_err);
-
-/*
- HeadObject: writes the object's size to `*out_size` (may be NULL).
-
- # Safety
- `client` is live; strings are NUL-terminated.
- */
-gantry_result gantry_head_object(const gantry_client *client,
-                                 const char *bucket,
-                                 const char *key,
-                                 uint64_t *out_size,
-                                 gantry_error **out_err);
-
-/*
- DeleteObject.
-
- # Safety
- `client` is live; strings are NUL-terminated.
- */
-gantry_result gantry_delete_object(const gantry_client *client,
-                                   const char *bucket,
-                                   const char *key,
-                                   gantry_error **out_err);
-
-/*
- CreateBucket (for S3-compatible stores and tests).
-
- # Safety
- `client` is live; `bucket` is NUL-terminated.
- */
-gantry_result gantry_create_bucket(const gantry_client *client,
-                                   const char *bucket,
-                                   gantry_error **out_err);
-
-/*
  Starts a streaming upload to bucket/key.
 
  # Safety
@@ -1134,8 +1199,8 @@ gantry_result gantry_upload_write(gantry_upload *upload,
  sent straight from `data`, odd ends are copied into the part buffer. The memory must stay
  valid and unchanged until `release(release_user_data, data)` is called, which happens
  exactly once whatever the outcome, including on failure and when this call rejects its
- arguments (release may be NULL when the caller needs no signal). Blocks like
- `gantry_upload_write`.
+ arguments, refuses to block (in a callback) or panics (release may be NULL when the
+ caller needs no signal). Blocks like `gantry_upload_write`.
 
  # Safety
  `upload` is live; `data` points to `len` readable bytes (may be NULL when `len` is 0).
@@ -1169,7 +1234,7 @@ gantry_result gantry_upload_abort(gantry_upload *upload, gantry_error **out_err)
  complete: that call (or the next) drops its work, aborts the multipart upload, and fails
  with GANTRY_RESULT_CANCELLED; every later call but free fails the same way. Returns at
  once; harmless after the upload ended. (The way to tie an upload to a Go context or a
- C++ stop token.)
+ C++ stop token.) GANTRY_RESULT_NULL_PARAMETER for NULL, GANTRY_RESULT_PANIC on a panic.
 
  # Safety
  `upload` is live (not yet freed).
@@ -1177,7 +1242,8 @@ gantry_result gantry_upload_abort(gantry_upload *upload, gantry_error **out_err)
 gantry_result gantry_upload_cancel(const gantry_upload *upload);
 
 /*
- Frees an upload; an unfinished one is aborted in the background. NULL is allowed.
+ Frees an upload; an unfinished one is aborted in the background (it never blocks). NULL
+ is allowed. On a panic (a bug) the upload is leaked.
 
  # Safety
  `upload` is NULL or an upload not yet freed, with no call on it running.

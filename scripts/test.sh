@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 echo "== installing test prerequisites"
 bash tests/scripts/minio.sh install
-# The C tests run under valgrind and are compiled with cc.
+# The C tests run under valgrind, and again built by cc with ASan and UBSan.
 if ! command -v valgrind >/dev/null && [[ $(id -u) == 0 ]]; then apt-get update -qq && apt-get install -y -qq valgrind; fi
 # The C++ wrapper's tests build with CMake against GoogleTest.
 if ! command -v cmake >/dev/null || [[ ! -d /usr/include/gtest ]]; then
@@ -26,7 +26,7 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 scripts/check-header.sh
 
-echo "== tests (Rust: unit, conformance suite on the embedded server and MinIO, CLI end to end, multi-NIC, C ABI under valgrind; then C++)"
+echo "== tests (Rust: unit, conformance suite on the embedded server and MinIO, CLI end to end, multi-NIC, C ABI under valgrind and ASan/UBSan; then C++)"
 # Release mode: the multi-NIC test measures throughput, and the suites move ~1 GiB.
 # The C tests link the shared library: build it first.
 scripts/build-ffi.sh
@@ -35,7 +35,7 @@ trap 'rm -f "$log"' EXIT
 set +e
 cargo test --workspace --locked --release 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
-echo "== C++ wrapper (CMake, GoogleTest, ctest)"
+echo "== C++ wrapper (CMake, GoogleTest, ctest; a plain build, then one with ASan and UBSan)"
 bindings/cpp/run_tests.sh 2>&1 | tee -a "$log"
 cpp_status=${PIPESTATUS[0]}
 [[ $status -ne 0 ]] || status=$cpp_status

@@ -2,10 +2,13 @@
 
 use crate::config::gantry_config;
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{may_block, run, Failure};
+use crate::guard::{out_arg, Failure};
+use crate::handle::{borrow, Boxed};
 
 /// A client: connection pool, memory budget and worker threads. Safe to share across
-/// threads. Create with `gantry_client_new`, free with `gantry_client_free`.
+/// threads. Create with `gantry_client_new`; the caller owns it (Box-owned) and frees it once
+/// with `gantry_client_free`, from any thread, once no other thread uses it and not from a
+/// callback of its own requests.
 #[derive(Debug)]
 pub struct gantry_client {
     pub(crate) client: gantry::Client,
@@ -22,23 +25,16 @@ impl gantry_client {
     }
 }
 
-/// Borrows a client argument (for calls that do not block).
-///
-/// # Safety
-/// `client` is NULL or a live client.
-pub(crate) unsafe fn async_client_arg<'a>(client: *const gantry_client) -> Result<&'a gantry::Client, Failure> {
-    // SAFETY: the caller passes NULL or a live client.
-    unsafe { client.as_ref() }.ok_or(Failure::Null("client"))?.get()
-}
+impl Boxed for gantry_client {}
 
-/// Borrows a client argument for a blocking call, which is refused on a worker thread.
+/// Borrows a client argument, refused in a fork child. (Calls that block say so to
+/// `ffi_fn!`, which makes the may-block check.)
 ///
 /// # Safety
 /// `client` is NULL or a live client.
 pub(crate) unsafe fn client_arg<'a>(client: *const gantry_client) -> Result<&'a gantry::Client, Failure> {
-    may_block()?;
-    // SAFETY: forwarded contract.
-    unsafe { async_client_arg(client) }
+    // SAFETY: the caller passes NULL or a live client.
+    unsafe { borrow(client, "client") }?.get()
 }
 
 /// Creates a client from `config` (copied; the config may be freed right after). Starts the
@@ -52,40 +48,37 @@ pub unsafe extern "C" fn gantry_client_new(
     out_client: *mut *mut gantry_client,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: the caller passes NULL or a live configuration.
-        let config = unsafe { config.as_ref() }.ok_or(Failure::Null("config"))?;
-        if out_client.is_null() {
-            return Err(Failure::Null("out_client"));
-        }
+        let config = unsafe { borrow(config, "config") }?;
+        let out_client = out_arg(out_client, "out_client")?;
         let client = gantry::Client::new(config.build()?)?;
-        let handle = Box::new(gantry_client { client, pid: std::process::id() });
-        // SAFETY: checked non-NULL; the caller owns the new client.
-        unsafe { *out_client = Box::into_raw(handle) };
+        // SAFETY: checked non-NULL, writable per the contract; the caller owns the new client.
+        unsafe { *out_client = gantry_client { client, pid: std::process::id() }.into_raw() };
         Ok(())
     })
 }
 
-/// Frees a client: cancels its transfers and stops its worker threads without waiting.
-/// NULL is allowed. Freeing twice, or while another thread still uses the client, is
-/// undefined behaviour. In a fork child, the parent's client is released without touching
-/// its (absent) threads.
+/// Frees a client: cancels its transfers and stops its worker threads without waiting (it
+/// never blocks). NULL is allowed. Freeing twice, or while another thread still uses the
+/// client, is undefined behaviour. In a fork child, the parent's client is released without
+/// touching its (absent) threads. On a panic (a bug) the client is leaked.
 ///
 /// # Safety
 /// `client` is NULL or a client not yet freed and not in use by other threads.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_client_free(client: *mut gantry_client) {
-    if client.is_null() {
-        return;
-    }
-    // SAFETY: came from Box::into_raw in gantry_client_new; freed once.
-    let client = unsafe { Box::from_raw(client) };
-    if client.pid != std::process::id() {
-        // The runtime's threads and locks belong to the parent; dropping could deadlock on a
-        // lock a parent thread held at fork time. Keep the handle reachable instead (so leak
-        // checkers in the child see no lost memory) and never touch it again.
-        park_forked(client);
-    }
+    ffi_fn!(fallback(()), || {
+        // SAFETY: NULL or a client handed out once by gantry_client_new, freed once.
+        let Some(client) = (unsafe { gantry_client::from_raw(client) }) else { return Ok(()) };
+        if client.pid != std::process::id() {
+            // The runtime's threads and locks belong to the parent; dropping could deadlock on
+            // a lock a parent thread held at fork time. Keep the handle reachable instead (so
+            // leak checkers in the child see no lost memory) and never touch it again.
+            park_forked(client);
+        }
+        Ok(())
+    })
 }
 
 /// Handles of parent clients freed in a fork child: an intrusive lock-free stack.

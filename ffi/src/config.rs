@@ -6,15 +6,19 @@ use std::ffi::c_char;
 use gantry::{ClientConfig, ClientConfigBuilder};
 
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{run, str_arg, Failure};
+use crate::guard::{out_arg, str_arg, Failure};
+use crate::handle::{borrow_mut, Boxed};
 
 /// Client settings under construction. Create with `gantry_config_new`, set with
 /// `gantry_config_set` (and `gantry_config_set_credentials_provider`), pass to
-/// `gantry_client_new` (which copies it), free with `gantry_config_free`. Not thread-safe.
+/// `gantry_client_new` (which copies it). The caller owns it (Box-owned) and frees it once
+/// with `gantry_config_free`. Not thread-safe: serialize calls.
 #[derive(Debug)]
 pub struct gantry_config {
     pub(crate) builder: ClientConfigBuilder,
 }
+
+impl Boxed for gantry_config {}
 
 impl gantry_config {
     pub(crate) fn build(&self) -> Result<ClientConfig, Failure> {
@@ -33,13 +37,10 @@ pub unsafe extern "C" fn gantry_config_new(
     out_config: *mut *mut gantry_config,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
-        if out_config.is_null() {
-            return Err(Failure::Null("out_config"));
-        }
-        let config = Box::new(gantry_config { builder: ClientConfig::builder() });
-        // SAFETY: checked non-NULL; the caller owns the new object.
-        unsafe { *out_config = Box::into_raw(config) };
+    ffi_fn!(out_err, || {
+        let out_config = out_arg(out_config, "out_config")?;
+        // SAFETY: checked non-NULL, writable per the contract; the caller owns the new object.
+        unsafe { *out_config = gantry_config { builder: ClientConfig::builder() }.into_raw() };
         Ok(())
     })
 }
@@ -76,9 +77,9 @@ pub unsafe extern "C" fn gantry_config_set(
     value: *const c_char,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: the caller passes NULL or a live configuration it does not use concurrently.
-        let config = unsafe { config.as_mut() }.ok_or(Failure::Null("config"))?;
+        let config = unsafe { borrow_mut(config, "config") }?;
         // SAFETY: per the contract above.
         let (key, value) = unsafe { (str_arg(key, "key")?, str_arg(value, "value")?) };
         // Set on a copy: a rejected value leaves the configuration as it was.
@@ -88,14 +89,16 @@ pub unsafe extern "C" fn gantry_config_set(
 }
 
 /// Frees a configuration. NULL is allowed. A credentials provider's `release` runs here when
-/// no client built from the configuration still holds the provider.
+/// no client built from the configuration still holds the provider. On a panic (a bug) the
+/// configuration is leaked.
 ///
 /// # Safety
 /// `config` is NULL or a configuration not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_config_free(config: *mut gantry_config) {
-    if !config.is_null() {
-        // SAFETY: came from Box::into_raw in gantry_config_new; freed once.
-        drop(unsafe { Box::from_raw(config) });
-    }
+    ffi_fn!(fallback(()), || {
+        // SAFETY: NULL or a configuration handed out once by gantry_config_new, freed once.
+        drop(unsafe { gantry_config::from_raw(config) });
+        Ok(())
+    })
 }

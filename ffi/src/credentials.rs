@@ -17,7 +17,7 @@
 //! - **Ownership.** Strings given to `gantry_credentials_out_set` are copied. `user_data` is
 //!   handed back to `release` exactly once, when the last holder (the configuration, a client,
 //!   a running callback) lets go: never while the callback runs, never before it.
-//! - **Panics.** None crosses the boundary: exports go through `guard::run`, the callback call
+//! - **Panics.** None crosses the boundary: exports go through `ffi_fn!`, the callback call
 //!   is wrapped in `catch_unwind` (a C callback cannot unwind; the guard is for our side).
 
 use std::ffi::{c_char, c_void, CStr};
@@ -30,7 +30,8 @@ use gantry::{Credentials, CredentialsSource, ErrorKind, Operation, ProvideCreden
 
 use crate::config::gantry_config;
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{in_credentials_callback, run, str_arg, Failure};
+use crate::guard::{in_credentials_callback, str_arg, Failure};
+use crate::handle::borrow_mut;
 use crate::request::UserData;
 
 /// Fetches credentials for the engine (see `gantry_config_set_credentials_provider` for the
@@ -103,9 +104,9 @@ pub unsafe extern "C" fn gantry_credentials_out_set(
     expiry_unix_seconds: i64,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: the caller passes NULL or the object lent to its running callback.
-        let out = unsafe { out.as_mut() }.ok_or(Failure::Null("out"))?;
+        let out = unsafe { borrow_mut(out, "out") }?;
         // SAFETY: NULL or NUL-terminated strings that outlive the call (contract above).
         let parsed = unsafe { credentials_arg(access_key_id, secret_access_key, session_token, expiry_unix_seconds) };
         out.credentials = None;
@@ -159,7 +160,8 @@ unsafe fn credentials_arg(
 /// Gives the reason a callback fails its fetch (call it, then return non-zero). The message is
 /// copied (bytes that are not UTF-8 are replaced) and becomes part of the
 /// GANTRY_RESULT_CREDENTIALS error of the requests that needed the credentials, after
-/// "credentials callback: ". Never put secrets in it.
+/// "credentials callback: ". Never put secrets in it. GANTRY_RESULT_NULL_PARAMETER when `out`
+/// or `message` is NULL, GANTRY_RESULT_PANIC on a panic.
 ///
 /// # Safety
 /// `out` is the object lent to the running callback; `message` is NUL-terminated.
@@ -168,9 +170,9 @@ pub unsafe extern "C" fn gantry_credentials_out_fail(
     out: *mut gantry_credentials_out,
     message: *const c_char,
 ) -> gantry_result {
-    run(std::ptr::null_mut(), || {
+    ffi_fn!(std::ptr::null_mut(), || {
         // SAFETY: the caller passes NULL or the object lent to its running callback.
-        let out = unsafe { out.as_mut() }.ok_or(Failure::Null("out"))?;
+        let out = unsafe { borrow_mut(out, "out") }?;
         if message.is_null() {
             return Err(Failure::Null("message"));
         }
@@ -217,11 +219,11 @@ pub unsafe extern "C" fn gantry_config_set_credentials_provider(
     release: gantry_user_data_free_fn,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // Owned from here: dropped (releasing user_data) on every early return below.
         let owned = Callback { fetch, user_data: UserData(user_data), release, serial: Mutex::new(()) };
         // SAFETY: the caller passes NULL or a live configuration it does not use concurrently.
-        let config = unsafe { config.as_mut() }.ok_or(Failure::Null("config"))?;
+        let config = unsafe { borrow_mut(config, "config") }?;
         if owned.fetch.is_none() {
             return Err(Failure::Null("fetch"));
         }
@@ -312,10 +314,10 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering::SeqCst};
 
     use super::*;
+    use crate::blocking::{gantry_create_bucket, gantry_head_object, gantry_put_buffer};
     use crate::client::{gantry_client, gantry_client_free, gantry_client_new};
     use crate::config::{gantry_config_free, gantry_config_new, gantry_config_set};
     use crate::error::gantry_error_free;
-    use crate::transfer::{gantry_create_bucket, gantry_head_object, gantry_put_buffer};
 
     const OK: gantry_result = gantry_result::GANTRY_RESULT_OK;
     const SECRET: &str = "gantry-secret-key";

@@ -4,6 +4,8 @@ use std::ffi::{c_char, CString};
 
 use gantry::ErrorKind;
 
+use crate::handle::{borrow, Boxed};
+
 /// Result of every call. Numbers are stable: new codes are only ever appended, and a retired
 /// number is never reused.
 #[repr(C)]
@@ -64,8 +66,9 @@ pub struct gantry_error {
     retryable: bool,
 }
 
+/// A C string of `s`, NULs replaced (never fails, never panics).
 fn cstring(s: &str) -> CString {
-    CString::new(s.replace('\0', " ")).expect("NULs were replaced")
+    CString::new(s.replace('\0', " ")).unwrap_or_default()
 }
 
 impl gantry_error {
@@ -129,74 +132,95 @@ impl gantry_error {
     }
 }
 
-/// The result code this error was returned with.
+impl Boxed for gantry_error {}
+
+/// The result code this error was returned with; GANTRY_RESULT_NULL_PARAMETER for NULL,
+/// GANTRY_RESULT_PANIC on a panic.
 ///
 /// # Safety
 /// `err` is NULL or a live error from this library.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_error_result(err: *const gantry_error) -> gantry_result {
-    // SAFETY: the caller passes NULL or a live error.
-    unsafe { err.as_ref() }.map_or(gantry_result::GANTRY_RESULT_NULL_PARAMETER, |e| e.result)
+    ffi_fn!(fallback(gantry_result::GANTRY_RESULT_PANIC), || {
+        // SAFETY: the caller passes NULL or a live error.
+        Ok(unsafe { err.as_ref() }.map_or(gantry_result::GANTRY_RESULT_NULL_PARAMETER, |e| e.result))
+    })
 }
 
-/// The message (never NULL for a live error; "" for NULL). Valid until the error is freed.
+/// The message (never NULL for a live error; "" for NULL or on a panic). Valid until the
+/// error is freed.
 ///
 /// # Safety
 /// `err` is NULL or a live error from this library.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_error_message(err: *const gantry_error) -> *const c_char {
-    // SAFETY: the caller passes NULL or a live error.
-    unsafe { err.as_ref() }.map_or(c"".as_ptr(), |e| e.message.as_ptr())
+    ffi_fn!(fallback(c"".as_ptr()), || {
+        // SAFETY: the caller passes NULL or a live error.
+        Ok(unsafe { borrow(err, "err") }?.message.as_ptr())
+    })
 }
 
-/// The HTTP status of the server's answer, or 0 when there was none.
+/// The HTTP status of the server's answer, or 0 when there was none (also for NULL or on a
+/// panic).
 ///
 /// # Safety
 /// `err` is NULL or a live error from this library.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_error_http_status(err: *const gantry_error) -> u16 {
-    // SAFETY: the caller passes NULL or a live error.
-    unsafe { err.as_ref() }.map_or(0, |e| e.http_status)
+    ffi_fn!(fallback(0), || {
+        // SAFETY: the caller passes NULL or a live error.
+        Ok(unsafe { borrow(err, "err") }?.http_status)
+    })
 }
 
-/// The S3 error code (e.g. "NoSuchKey", "SlowDown"), or NULL. Valid until the error is freed.
+/// The S3 error code (e.g. "NoSuchKey", "SlowDown"), or NULL (also for NULL or on a panic).
+/// Valid until the error is freed.
 ///
 /// # Safety
 /// `err` is NULL or a live error from this library.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_error_s3_code(err: *const gantry_error) -> *const c_char {
-    // SAFETY: the caller passes NULL or a live error.
-    unsafe { err.as_ref() }.and_then(|e| e.s3_code.as_ref()).map_or(std::ptr::null(), |s| s.as_ptr())
+    ffi_fn!(fallback(std::ptr::null()), || {
+        // SAFETY: the caller passes NULL or a live error.
+        Ok(unsafe { borrow(err, "err") }?.s3_code.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()))
+    })
 }
 
-/// The server's request id, or NULL. Valid until the error is freed.
+/// The server's request id, or NULL (also for NULL or on a panic). Valid until the error is
+/// freed.
 ///
 /// # Safety
 /// `err` is NULL or a live error from this library.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_error_request_id(err: *const gantry_error) -> *const c_char {
-    // SAFETY: the caller passes NULL or a live error.
-    unsafe { err.as_ref() }.and_then(|e| e.request_id.as_ref()).map_or(std::ptr::null(), |s| s.as_ptr())
+    ffi_fn!(fallback(std::ptr::null()), || {
+        // SAFETY: the caller passes NULL or a live error.
+        Ok(unsafe { borrow(err, "err") }?.request_id.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()))
+    })
 }
 
-/// Whether retrying the same call may succeed (1) or not (0).
+/// Whether retrying the same call may succeed (1) or not (0; also for NULL or on a panic).
 ///
 /// # Safety
 /// `err` is NULL or a live error from this library.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_error_retryable(err: *const gantry_error) -> bool {
-    // SAFETY: the caller passes NULL or a live error.
-    unsafe { err.as_ref() }.is_some_and(|e| e.retryable)
+    ffi_fn!(fallback(false), || {
+        // SAFETY: the caller passes NULL or a live error.
+        Ok(unsafe { borrow(err, "err") }?.retryable)
+    })
 }
 
-/// Frees an error. NULL is allowed. Freeing twice is undefined behaviour.
+/// Frees an error. NULL is allowed. Freeing twice is undefined behaviour. Any thread; never
+/// the error lent to a done callback. On a panic (a bug) the error is leaked.
 ///
 /// # Safety
 /// `err` is NULL or an error from this library not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_error_free(err: *mut gantry_error) {
-    if !err.is_null() {
-        // SAFETY: err came from Box::into_raw in guard::run and is freed once.
-        drop(unsafe { Box::from_raw(err) });
-    }
+    ffi_fn!(fallback(()), || {
+        // SAFETY: NULL or an error handed out once by this library, freed once.
+        drop(unsafe { gantry_error::from_raw(err) });
+        Ok(())
+    })
 }

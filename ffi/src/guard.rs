@@ -1,5 +1,6 @@
-//! The one wrapper every export goes through: no panic crosses the boundary, failures become
-//! a result code plus an optional error object.
+//! What every export runs inside (through `ffi_fn!`, see `macros.rs`): no panic crosses the
+//! boundary, failures become a result code plus an optional error object or a documented
+//! fallback value, and calls that can block refuse to in callbacks that must not.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -46,13 +47,35 @@ pub(crate) fn panic_error() -> gantry_error {
     gantry_error::simple(gantry_result::GANTRY_RESULT_PANIC, "gantry panicked (a bug; please report it)")
 }
 
-/// Runs `f`, mapping its failure or panic to a result code and, when `out_err` is not NULL,
-/// an error object written there.
-pub(crate) fn run(out_err: *mut *mut gantry_error, f: impl FnOnce() -> Result<(), Failure>) -> gantry_result {
-    let err = match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(())) => return gantry_result::GANTRY_RESULT_OK,
-        Ok(Err(failure)) => failure.into_error(),
-        Err(_) => panic_error(),
+/// Drops a caught panic's payload without letting a panic in its destructor escape.
+fn discard(payload: Box<dyn std::any::Any + Send>) {
+    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(again);
+    }
+}
+
+/// The body of every export that returns a `gantry_result` (through `ffi_fn!`): runs `f`
+/// inside `catch_unwind`, after the may-block check when `blocking`, and maps its failure or
+/// panic to a result code and, when `out_err` is not NULL, an error object written there.
+/// Nothing that can panic runs outside the catch.
+pub(crate) fn run(
+    out_err: *mut *mut gantry_error,
+    blocking: bool,
+    f: impl FnOnce() -> Result<(), Failure>,
+) -> gantry_result {
+    let caught = catch_unwind(AssertUnwindSafe(move || {
+        test_hook::enter();
+        let result = if blocking { may_block().and_then(|()| f()) } else { f() };
+        result.err().map(Failure::into_error)
+    }));
+    let err = match caught {
+        Ok(None) => return gantry_result::GANTRY_RESULT_OK,
+        Ok(Some(err)) => err,
+        Err(payload) => {
+            discard(payload);
+            test_hook::caught();
+            panic_error()
+        }
     };
     let code = err.result();
     if !out_err.is_null() {
@@ -60,6 +83,69 @@ pub(crate) fn run(out_err: *mut *mut gantry_error, f: impl FnOnce() -> Result<()
         unsafe { *out_err = Box::into_raw(Box::new(err)) };
     }
     code
+}
+
+/// The body of every export that returns something other than a `gantry_result` (through
+/// `ffi_fn!`): `f`'s value, or `fallback` when `f` fails (a NULL argument) or panics.
+pub(crate) fn value<T>(fallback: T, f: impl FnOnce() -> Result<T, Failure>) -> T {
+    let caught = catch_unwind(AssertUnwindSafe(move || {
+        test_hook::enter();
+        f().ok()
+    }));
+    match caught {
+        Ok(Some(v)) => v,
+        Ok(None) => fallback,
+        Err(payload) => {
+            discard(payload);
+            test_hook::caught();
+            fallback
+        }
+    }
+}
+
+/// A test-only way to make the next export on this thread panic inside its boundary, and to
+/// count the panics the boundary caught: proves every export goes through `ffi_fn!`.
+#[cfg(test)]
+pub(crate) mod test_hook {
+    use std::cell::Cell;
+
+    thread_local! {
+        static ARMED: Cell<bool> = const { Cell::new(false) };
+        static CAUGHT: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// Makes the next export called on this thread panic as its body starts.
+    pub(crate) fn panic_in_next_export() {
+        ARMED.with(|a| a.set(true));
+    }
+
+    /// Whether the armed panic is still waiting (no export consumed it).
+    pub(crate) fn armed() -> bool {
+        ARMED.with(|a| a.get())
+    }
+
+    /// Panics caught by the boundary on this thread so far.
+    pub(crate) fn caught_panics() -> u32 {
+        CAUGHT.with(|c| c.get())
+    }
+
+    pub(super) fn enter() {
+        if ARMED.with(|a| a.replace(false)) {
+            panic!("panic injected by a test");
+        }
+    }
+
+    pub(super) fn caught() {
+        CAUGHT.with(|c| c.set(c.get() + 1));
+    }
+}
+
+#[cfg(not(test))]
+mod test_hook {
+    #[inline(always)]
+    pub(super) fn enter() {}
+    #[inline(always)]
+    pub(super) fn caught() {}
 }
 
 thread_local! {
@@ -105,6 +191,14 @@ pub(crate) fn may_block() -> Result<(), Failure> {
         Some(why) => Err(Failure::State(why)),
         None => Ok(()),
     }
+}
+
+/// Checks an out-parameter: `Failure::Null(what)` when NULL.
+pub(crate) fn out_arg<T>(p: *mut T, what: &'static str) -> Result<*mut T, Failure> {
+    if p.is_null() {
+        return Err(Failure::Null(what));
+    }
+    Ok(p)
 }
 
 /// Borrows a NUL-terminated UTF-8 string argument.

@@ -4,9 +4,9 @@
 
 use std::ffi::c_char;
 
-use crate::client::{async_client_arg, gantry_client};
+use crate::client::{client_arg, gantry_client};
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{run, Failure};
+use crate::guard::Failure;
 
 /// A copy of a client's counters (all since the client was created).
 #[repr(C)]
@@ -26,19 +26,23 @@ pub struct gantry_metrics {
     pub errors: u64,
 }
 
+/// Deprecated (a frozen struct): use `gantry_client_metrics_ex`, which has these counters and
+/// every later one.
+///
 /// Writes the client's counters to `*out`. Cheap; safe from any thread.
 ///
 /// # Safety
 /// `client` is live; `out` is writable.
 #[no_mangle]
+#[deprecated(note = "use gantry_client_metrics_ex: every counter, and room for more")]
 pub unsafe extern "C" fn gantry_client_metrics(
     client: *const gantry_client,
     out: *mut gantry_metrics,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let client = unsafe { async_client_arg(client)? };
+        let client = unsafe { client_arg(client)? };
         if out.is_null() {
             return Err(Failure::Null("out"));
         }
@@ -165,9 +169,9 @@ pub unsafe extern "C" fn gantry_client_metrics_ex(
     out: *mut gantry_metrics_ex,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let client = unsafe { async_client_arg(client)? };
+        let client = unsafe { client_arg(client)? };
         let m = client.metrics();
         let r = &m.retries_by_class;
         let value = gantry_metrics_ex {
@@ -212,9 +216,9 @@ pub unsafe extern "C" fn gantry_client_lane_metrics(
     out: *mut gantry_lane_metrics,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let client = unsafe { async_client_arg(client)? };
+        let client = unsafe { client_arg(client)? };
         let lanes = client.metrics().lanes;
         let lane = lanes.get(index as usize).ok_or_else(|| {
             Failure::Invalid(format!("lane index {index} is out of range (the client has {} lanes)", lanes.len()))

@@ -10,33 +10,56 @@
 use std::ffi::c_void;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use futures::channel::oneshot;
 use futures::future::{select, Either};
 
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{in_worker_callback, may_block, panic_error, run, Failure};
+use crate::guard::{in_worker_callback, may_block, out_arg, panic_error, Failure};
+use crate::handle::{borrow, Boxed};
 
 /// Called exactly once when the request ends, with its result and, on failure, the error
 /// (lent for the call; do not free it). Called before `gantry_request_wait` returns.
 pub type gantry_done_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, result: gantry_result, err: *const gantry_error)>;
 
-/// An asynchronous request. Made by `gantry_get_async` and the `*_start` calls; free it with
-/// `gantry_request_free`. `gantry_request_wait`, `gantry_request_cancel`,
-/// `gantry_request_size` and `gantry_request_open_window` may be called from any thread,
-/// several times, also after the request ended.
+/// An asynchronous request. Made by `gantry_get_async` and the `*_start` calls; the caller
+/// owns it (Box-owned; the running task shares its state, not the handle) and frees it once
+/// with `gantry_request_free`, from any thread: from a callback where blocking calls are
+/// refused, or from the request's own callback, free cancels and lets go without waiting.
+/// Thread-safe: `gantry_request_wait`, `gantry_request_cancel`, `gantry_request_size` and
+/// `gantry_request_open_window` may be called from any thread, several times, also after the
+/// request ended.
 #[derive(Debug)]
 pub struct gantry_request {
     pub(crate) shared: Arc<Shared>,
     pub(crate) thread: Option<std::thread::JoinHandle<()>>,
 }
 
+impl Boxed for gantry_request {}
+
+impl gantry_request {
+    /// Whether the calling thread is this request's own (`gantry_get_async` runs its
+    /// callbacks there): waiting for the request there would wait for itself.
+    fn on_own_thread(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| t.thread().id() == std::thread::current().id())
+    }
+}
+
+/// Locks `m`, also after a panic poisoned it: every value guarded here is written in one
+/// step, so a panic never leaves one half-updated.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// How a request ended (`None` while it runs): its result and, on failure, the error.
+type Outcome = Option<(gantry_result, Option<Box<gantry_error>>)>;
+
 /// State shared by a request's handle and the code running it.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    outcome: Mutex<Option<(gantry_result, Option<Box<gantry_error>>)>>,
+    outcome: Mutex<Outcome>,
     ended: Condvar,
     cancel: Mutex<Option<oneshot::Sender<()>>>,
     cancelled: std::sync::atomic::AtomicBool,
@@ -73,17 +96,22 @@ impl Shared {
     fn cancel(&self) {
         self.cancelled.store(true, Ordering::Release);
         self.window_opened.notify_one();
-        if let Some(tx) = self.cancel.lock().expect("cancel lock").take() {
+        if let Some(tx) = lock(&self.cancel).take() {
             let _ = tx.send(());
         }
     }
 
-    fn wait(&self) -> std::sync::MutexGuard<'_, Option<(gantry_result, Option<Box<gantry_error>>)>> {
-        let mut outcome = self.outcome.lock().expect("outcome lock");
+    /// Waits until the request ended; the guard holds its outcome (`Some`).
+    fn wait(&self) -> MutexGuard<'_, Outcome> {
+        let mut outcome = lock(&self.outcome);
         while outcome.is_none() {
-            outcome = self.ended.wait(outcome).expect("outcome lock");
+            outcome = self.ended.wait(outcome).unwrap_or_else(PoisonError::into_inner);
         }
         outcome
+    }
+
+    fn has_ended(&self) -> bool {
+        lock(&self.outcome).is_some()
     }
 }
 
@@ -145,7 +173,7 @@ impl Completion {
                 call();
             }
         }
-        *self.shared.outcome.lock().expect("outcome lock") = Some((code, err));
+        *lock(&self.shared.outcome) = Some((code, err));
         self.shared.ended.notify_all();
     }
 }
@@ -192,9 +220,7 @@ where
     F: Future<Output = Result<(), gantry_error>> + Send + 'static,
     R: Future<Output = ()> + Send + 'static,
 {
-    if out_request.is_null() {
-        return Err(Failure::Null("out_request"));
-    }
+    let out_request = out_arg(out_request, "out_request")?;
     let (shared, cancel) = Shared::new(window);
     let (fut, released) = op(shared.clone());
     let completion = Completion::new(shared.clone(), done, UserData(user_data), runner == Runner::Worker);
@@ -219,15 +245,15 @@ where
                 .map_err(|e| Failure::Invalid(format!("cannot start the request thread: {e}")))?,
         ),
     };
-    let request = Box::new(gantry_request { shared, thread });
-    // SAFETY: checked non-NULL; the caller owns the request.
-    unsafe { *out_request = Box::into_raw(request) };
+    // SAFETY: checked non-NULL, writable per the caller's contract; the caller owns the request.
+    unsafe { *out_request = gantry_request { shared, thread }.into_raw() };
     Ok(())
 }
 
 /// Blocks until the request ends; returns its result (and error, if `out_err` is not NULL).
-/// The done callback has returned by then. Not allowed from the request's own callbacks (nor
-/// from any callback of a `*_start` request: GANTRY_RESULT_INVALID_STATE).
+/// The done callback has returned by then. Refused with GANTRY_RESULT_INVALID_STATE (it would
+/// wait for itself or stall the workers) from any callback of a `*_start` request, from a
+/// credentials callback, and from the callbacks of this request.
 ///
 /// # Safety
 /// `request` is live.
@@ -236,36 +262,35 @@ pub unsafe extern "C" fn gantry_request_wait(
     request: *const gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    // SAFETY: the caller passes NULL or a live request.
-    let Some(req) = (unsafe { request.as_ref() }) else {
-        return run(out_err, || Err(Failure::Null("request")));
-    };
-    if let Err(f) = may_block() {
-        return run(out_err, || Err(f));
-    }
-    let outcome = req.shared.wait();
-    let (code, err) = outcome.as_ref().expect("set");
-    if let (Some(e), false) = (err, out_err.is_null()) {
-        // SAFETY: writable per contract; the caller owns the copy.
-        unsafe { *out_err = Box::into_raw(Box::new(e.duplicate())) };
-    }
-    *code
+    ffi_fn!(blocking(out_err), || {
+        // SAFETY: the caller passes NULL or a live request.
+        let req = unsafe { borrow(request, "request") }?;
+        if req.on_own_thread() {
+            return Err(Failure::State(
+                "gantry_request_wait called from the request's own callback would wait for itself",
+            ));
+        }
+        match &*req.shared.wait() {
+            Some((_, Some(err))) => Err(Failure::Error(err.duplicate())),
+            _ => Ok(()),
+        }
+    })
 }
 
 /// Asks the request to stop: in-flight parts are dropped and the request ends with
 /// GANTRY_RESULT_CANCELLED (unless it already ended). Returns at once; safe from any thread,
 /// including the request's callbacks, and harmless after the request ended.
+/// GANTRY_RESULT_NULL_PARAMETER for NULL, GANTRY_RESULT_PANIC on a panic.
 ///
 /// # Safety
 /// `request` is live.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_request_cancel(request: *const gantry_request) -> gantry_result {
-    // SAFETY: the caller passes NULL or a live request.
-    let Some(req) = (unsafe { request.as_ref() }) else {
-        return gantry_result::GANTRY_RESULT_NULL_PARAMETER;
-    };
-    req.shared.cancel();
-    gantry_result::GANTRY_RESULT_OK
+    ffi_fn!(std::ptr::null_mut(), || {
+        // SAFETY: the caller passes NULL or a live request.
+        unsafe { borrow(request, "request") }?.shared.cancel();
+        Ok(())
+    })
 }
 
 /// The size result of a request that ended successfully: the object's size for
@@ -282,16 +307,14 @@ pub unsafe extern "C" fn gantry_request_size(
     out_size: *mut u64,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: the caller passes NULL or a live request.
-        let req = unsafe { request.as_ref() }.ok_or(Failure::Null("request"))?;
-        if out_size.is_null() {
-            return Err(Failure::Null("out_size"));
-        }
-        if req.shared.outcome.lock().expect("outcome lock").is_none() {
+        let req = unsafe { borrow(request, "request") }?;
+        let out_size = out_arg(out_size, "out_size")?;
+        if !req.shared.has_ended() {
             return Err(Failure::State("the request has not ended yet"));
         }
-        // SAFETY: checked non-NULL.
+        // SAFETY: checked non-NULL, writable per the contract.
         unsafe { *out_size = req.shared.size.load(Ordering::Acquire) };
         Ok(())
     })
@@ -300,42 +323,191 @@ pub unsafe extern "C" fn gantry_request_size(
 /// Lets a stream started by `gantry_get_stream_start` hand `bytes` more to its chunk callback
 /// (the read window the caller opens, as it consumes). Safe from any thread, including the
 /// chunk callback; harmless after the request ended and on a stream whose window is unlimited.
+/// GANTRY_RESULT_NULL_PARAMETER for NULL, GANTRY_RESULT_PANIC on a panic.
 ///
 /// # Safety
 /// `request` is live.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_request_open_window(request: *const gantry_request, bytes: u64) -> gantry_result {
-    // SAFETY: the caller passes NULL or a live request.
-    let Some(req) = (unsafe { request.as_ref() }) else {
-        return gantry_result::GANTRY_RESULT_NULL_PARAMETER;
-    };
-    let mut current = req.shared.window.load(Ordering::Acquire);
-    while current != u64::MAX {
-        let next = current.saturating_add(bytes).min(u64::MAX - 1);
-        match req.shared.window.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => break,
-            Err(now) => current = now,
+    ffi_fn!(std::ptr::null_mut(), || {
+        // SAFETY: the caller passes NULL or a live request.
+        let req = unsafe { borrow(request, "request") }?;
+        let mut current = req.shared.window.load(Ordering::Acquire);
+        while current != u64::MAX {
+            let next = current.saturating_add(bytes).min(u64::MAX - 1);
+            match req.shared.window.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(now) => current = now,
+            }
         }
-    }
-    req.shared.window_opened.notify_one();
-    gantry_result::GANTRY_RESULT_OK
+        req.shared.window_opened.notify_one();
+        Ok(())
+    })
 }
 
 /// Cancels the request if it is still running, waits for it to end (its done callback has
-/// returned), and frees it. NULL is allowed. Never call it from the request's callbacks.
+/// returned), and frees it. NULL is allowed.
+///
+/// Where waiting is not allowed (any callback of a `*_start` request, a credentials callback,
+/// or a callback of this very request) it does not wait, and never deadlocks: it cancels the
+/// request and frees the handle at once, and the request ends on its own shortly after. Its
+/// done callback still runs exactly once, possibly after this returned: keep `user_data`
+/// valid until then. On a panic (a bug) it returns without waiting; the handle is never used
+/// again.
 ///
 /// # Safety
 /// `request` is NULL or a request not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_request_free(request: *mut gantry_request) {
-    if request.is_null() {
-        return;
+    ffi_fn!(fallback(()), || {
+        // SAFETY: NULL or a request handed out once by a request-making call, freed once.
+        let Some(mut req) = (unsafe { gantry_request::from_raw(request) }) else { return Ok(()) };
+        req.shared.cancel();
+        if may_block().is_err() || req.on_own_thread() {
+            // Detached: the task (or thread) holds its own reference to the shared state and
+            // ends the request itself; its thread, if any, is not joined.
+            return Ok(());
+        }
+        drop(req.shared.wait());
+        if let Some(t) = req.thread.take() {
+            let _ = t.join();
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::CString;
+    use std::ptr::null_mut;
+    use std::sync::atomic::{AtomicPtr, Ordering::SeqCst};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::blocking::gantry_create_bucket;
+    use crate::client::{gantry_client, gantry_client_free, gantry_client_new};
+    use crate::config::{gantry_config_free, gantry_config_new, gantry_config_set};
+    use crate::start::gantry_head_object_start;
+
+    const OK: gantry_result = gantry_result::GANTRY_RESULT_OK;
+    const INVALID_STATE: gantry_result = gantry_result::GANTRY_RESULT_INVALID_STATE;
+
+    /// What a done callback shares with its test: the request to act on (set once started)
+    /// and where to report what it saw.
+    struct Probe {
+        request: AtomicPtr<gantry_request>,
+        report: Mutex<mpsc::Sender<(gantry_result, gantry_result)>>,
     }
-    // SAFETY: came from Box::into_raw in a request-making call; freed once.
-    let mut req = unsafe { Box::from_raw(request) };
-    req.shared.cancel();
-    drop(req.shared.wait());
-    if let Some(t) = req.thread.take() {
-        let _ = t.join();
+
+    impl Probe {
+        /// The request, once the test stored it (a callback may run before that).
+        fn request(&self) -> *mut gantry_request {
+            for _ in 0..5000 {
+                let r = self.request.load(SeqCst);
+                if !r.is_null() {
+                    return r;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            panic!("the test never stored its request");
+        }
+    }
+
+    /// A done callback that waits on and frees its own request: refused and detached, where
+    /// either would otherwise wait for the very callback making the call.
+    unsafe extern "C" fn wait_and_free_self(user: *mut c_void, result: gantry_result, _: *const gantry_error) {
+        // SAFETY: every test passes a Probe that outlives its request's callbacks.
+        let probe = unsafe { &*(user as *const Probe) };
+        let request = probe.request();
+        // SAFETY: the request is live until this free.
+        let waited = unsafe { gantry_request_wait(request, null_mut()) };
+        // SAFETY: freed once, here.
+        unsafe { gantry_request_free(request) };
+        let _ = lock(&probe.report).send((result, waited));
+    }
+
+    fn client(endpoint: &str) -> *mut gantry_client {
+        let mut config = null_mut();
+        let mut client = null_mut();
+        let set = |config, k: &str, v: &str| {
+            let (k, v) = (CString::new(k).unwrap(), CString::new(v).unwrap());
+            // SAFETY: a live configuration and NUL-terminated strings.
+            assert_eq!(unsafe { gantry_config_set(config, k.as_ptr(), v.as_ptr(), null_mut()) }, OK, "{k:?}");
+        };
+        // SAFETY: writable out-pointers; the configuration is freed once.
+        unsafe {
+            assert_eq!(gantry_config_new(&mut config, null_mut()), OK);
+            set(config, "endpoint_url", endpoint);
+            set(config, "access_key_id", gantry_server::DEFAULT_ACCESS_KEY);
+            set(config, "secret_access_key", gantry_server::DEFAULT_SECRET_KEY);
+            set(config, "worker_threads", "2");
+            assert_eq!(gantry_client_new(config, &mut client, null_mut()), OK);
+            gantry_config_free(config);
+        }
+        client
+    }
+
+    #[test]
+    fn wait_and_free_from_a_worker_callback_refuse_to_block_instead_of_deadlocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = gantry_server::ServerConfig::new(dir.path().join("s3"), "127.0.0.1:0".parse().unwrap());
+        let server = gantry_server::start_background(config, 2).unwrap();
+        let client = client(&server.endpoint_url());
+        let (tx, rx) = mpsc::channel();
+        let probe = Box::new(Probe { request: AtomicPtr::new(null_mut()), report: Mutex::new(tx) });
+        let user = &*probe as *const Probe as *mut c_void;
+        let mut request = null_mut();
+        // SAFETY: live client, NUL-terminated strings, the probe outlives the request.
+        unsafe {
+            assert_eq!(gantry_create_bucket(client, c"free-test".as_ptr(), null_mut()), OK);
+            let r = gantry_head_object_start(
+                client,
+                c"free-test".as_ptr(),
+                c"missing".as_ptr(),
+                Some(wait_and_free_self),
+                user,
+                &mut request,
+                null_mut(),
+            );
+            assert_eq!(r, OK);
+        }
+        probe.request.store(request, SeqCst);
+        let seen = rx.recv_timeout(Duration::from_secs(20)).expect("the done callback deadlocked in wait or free");
+        assert_eq!(seen, (gantry_result::GANTRY_RESULT_NOT_FOUND, INVALID_STATE));
+        // SAFETY: the request was freed by its callback; the client is freed once.
+        unsafe { gantry_client_free(client) };
+    }
+
+    #[test]
+    #[allow(deprecated)]
+    fn wait_and_free_from_a_request_thread_callback_refuse_to_block_on_themselves() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = gantry_server::ServerConfig::new(dir.path().join("s3"), "127.0.0.1:0".parse().unwrap());
+        let server = gantry_server::start_background(config, 2).unwrap();
+        let client = client(&server.endpoint_url());
+        let (tx, rx) = mpsc::channel();
+        let probe = Box::new(Probe { request: AtomicPtr::new(null_mut()), report: Mutex::new(tx) });
+        let user = &*probe as *const Probe as *mut c_void;
+        let mut request = null_mut();
+        // SAFETY: live client, NUL-terminated strings, the probe outlives the request.
+        unsafe {
+            let r = crate::stream::gantry_get_async(
+                client,
+                c"free-test".as_ptr(),
+                c"missing".as_ptr(),
+                None,
+                Some(wait_and_free_self),
+                user,
+                &mut request,
+                null_mut(),
+            );
+            assert_eq!(r, OK);
+        }
+        probe.request.store(request, SeqCst);
+        let seen = rx.recv_timeout(Duration::from_secs(20)).expect("the done callback deadlocked in wait or free");
+        assert_eq!(seen.1, INVALID_STATE, "waiting on itself is refused");
+        // SAFETY: the request was freed by its callback; the client is freed once.
+        unsafe { gantry_client_free(client) };
     }
 }

@@ -1,5 +1,5 @@
 //! The asynchronous data-path calls (`*_start`): each returns a `gantry_request` at once and
-//! runs as a task on the client's workers; the blocking calls in `transfer.rs` are these plus
+//! runs as a task on the client's workers; the blocking calls in `blocking.rs` are these plus
 //! a wait, so both share one implementation.
 
 use std::ffi::{c_char, c_void};
@@ -8,9 +8,9 @@ use std::sync::atomic::Ordering;
 
 use futures::channel::oneshot;
 
-use crate::client::{async_client_arg, gantry_client};
+use crate::client::{client_arg, gantry_client};
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{run, str_arg, Failure};
+use crate::guard::{str_arg, Failure};
 use crate::request::{gantry_done_fn, gantry_request, start, Runner, Shared};
 
 /// Caller memory a running request writes into or reads from.
@@ -41,6 +41,30 @@ impl Region {
         // SAFETY: non-NULL (checked in new) and len writable bytes per the caller's contract.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
+}
+
+/// What every call on one object opens with: the client (refused with GANTRY_RESULT_FORKED in
+/// a fork child), a clone of it for the request's future, and the bucket and key copied (so the
+/// request may outlive the caller's strings).
+pub(crate) struct ObjectArgs<'a> {
+    pub(crate) client: &'a gantry::Client,
+    pub(crate) owned: gantry::Client,
+    pub(crate) bucket: String,
+    pub(crate) key: String,
+}
+
+/// Checks and copies the `client`, `bucket` and `key` arguments of a call on one object.
+///
+/// # Safety
+/// `client` is NULL or a live client; `bucket` and `key` are NULL or NUL-terminated.
+pub(crate) unsafe fn object_args<'a>(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+) -> Result<ObjectArgs<'a>, Failure> {
+    // SAFETY: forwarded contract.
+    let (client, bucket, key) = unsafe { (client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+    Ok(ObjectArgs { client, owned: client.clone(), bucket: bucket.to_string(), key: key.to_string() })
 }
 
 /// Starts `op` on the workers with no read window; `op` returns the request's size result.
@@ -90,12 +114,10 @@ pub unsafe extern "C" fn gantry_get_into_start(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key) =
-            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         let region = Region::new(buf, buf_len, "buf")?;
-        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
         start_op(client, done, user_data, out_request, async move {
             let region = region;
             // SAFETY: the caller lends the region until the request ended (contract above).
@@ -126,16 +148,14 @@ pub unsafe extern "C" fn gantry_get_range_into_start(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key) =
-            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         if buf.is_null() || buf_len == 0 {
             return Err(Failure::Null("buf"));
         }
         let region = Region::new(buf, buf_len, "buf")?;
         let end = offset.checked_add(length).ok_or_else(|| Failure::Invalid("offset + length overflows".into()))?;
-        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
         start_op(client, done, user_data, out_request, async move {
             let region = region;
             // SAFETY: the caller lends the region until the request ended (contract above).
@@ -163,12 +183,10 @@ pub unsafe extern "C" fn gantry_get_to_file_start(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key, path) = unsafe {
-            (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?, str_arg(path, "path")?)
-        };
-        let (c, bucket, key, path) = (client.clone(), bucket.to_string(), key.to_string(), path.to_string());
+        let (ObjectArgs { client, owned: c, bucket, key }, path) =
+            unsafe { (object_args(client, bucket, key)?, str_arg(path, "path")?.to_string()) };
         start_op(client, done, user_data, out_request, async move {
             Ok(c.download_to_file(&bucket, &key, &path).await?.size)
         })
@@ -213,17 +231,15 @@ pub unsafe extern "C" fn gantry_put_buffer_start(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key) =
-            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         let region = Region::new(data.cast_mut(), len, "data")?;
         let (returned_tx, returned_rx) = oneshot::channel();
         let body = match len {
             0 => bytes::Bytes::new(),
             _ => bytes::Bytes::from_owner(Loan { region, _returned: returned_tx }),
         };
-        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
         start(client, Runner::Worker, done, user_data, out_request, u64::MAX, move |shared| {
             let op = async move { Ok(c.put(&bucket, &key, body).await?.size) };
             // Connection tasks of cancelled parts may drop their slices a moment after the
@@ -251,12 +267,10 @@ pub unsafe extern "C" fn gantry_put_file_start(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key, path) = unsafe {
-            (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?, str_arg(path, "path")?)
-        };
-        let (c, bucket, key, path) = (client.clone(), bucket.to_string(), key.to_string(), path.to_string());
+        let (ObjectArgs { client, owned: c, bucket, key }, path) =
+            unsafe { (object_args(client, bucket, key)?, str_arg(path, "path")?.to_string()) };
         start_op(client, done, user_data, out_request, async move { Ok(c.put_file(&bucket, &key, &path).await?.size) })
     })
 }
@@ -275,11 +289,9 @@ pub unsafe extern "C" fn gantry_head_object_start(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key) =
-            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
-        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
+        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         start_op(client, done, user_data, out_request, async move { Ok(c.head_object(&bucket, &key).await?.size) })
     })
 }
@@ -298,47 +310,12 @@ pub unsafe extern "C" fn gantry_delete_object_start(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key) =
-            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
-        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
+        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         start_op(client, done, user_data, out_request, async move {
             c.delete_object(&bucket, &key).await?;
             Ok(0)
         })
     })
-}
-
-/// Runs a `*_start` call and waits for its request: the body of every blocking data call.
-/// Returns the request's size result.
-///
-/// # Safety
-/// `start_call` is a `*_start` call whose arguments satisfy its contract for the duration.
-pub(crate) unsafe fn wait_for(
-    start_call: impl FnOnce(*mut *mut gantry_request, *mut *mut gantry_error) -> gantry_result,
-) -> Result<u64, Failure> {
-    crate::guard::may_block()?;
-    let mut request: *mut gantry_request = std::ptr::null_mut();
-    let mut err: *mut gantry_error = std::ptr::null_mut();
-    let taken = |err: *mut gantry_error| {
-        // SAFETY: a non-NULL err was just written by a gantry call and is ours.
-        Failure::Error(*unsafe { Box::from_raw(err) })
-    };
-    if start_call(&mut request, &mut err) != gantry_result::GANTRY_RESULT_OK {
-        return Err(taken(err));
-    }
-    let mut size = 0;
-    // SAFETY: request is live until freed here.
-    unsafe {
-        if crate::request::gantry_request_wait(request, &mut err) == gantry_result::GANTRY_RESULT_OK {
-            crate::request::gantry_request_size(request, &mut size, std::ptr::null_mut());
-        }
-        crate::request::gantry_request_free(request);
-    }
-    if err.is_null() {
-        Ok(size)
-    } else {
-        Err(taken(err))
-    }
 }

@@ -8,10 +8,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::client::{async_client_arg, gantry_client};
+use crate::client::gantry_client;
 use crate::error::{gantry_error, gantry_result};
-use crate::guard::{in_worker_callback, run, str_arg, Failure};
+use crate::guard::{in_worker_callback, Failure};
+use crate::handle::{borrow, Boxed};
 use crate::request::{cancelled, gantry_done_fn, gantry_request, start, Runner, Shared, UserData};
+use crate::start::{object_args, ObjectArgs};
 
 /// Receives the object's bytes in order. `data` is lent for the duration of the call only
 /// (it points into the engine's network buffer: copy what you keep). `offset` is the position
@@ -34,44 +36,56 @@ pub type gantry_chunk_fn = Option<
     ) -> i32,
 >;
 
-/// A piece of a downloaded object in the engine's network buffer. Lent to a chunk callback;
-/// `gantry_chunk_retain` makes an owned reference the caller releases with
-/// `gantry_chunk_release`, from any thread. Retained chunks hold their memory: open the read
-/// window only as far as you are willing to hold.
+/// A piece of a downloaded object in the engine's network buffer. Lent to a chunk callback
+/// for the call (never free a lent chunk); `gantry_chunk_retain` makes an owned reference
+/// (Box-owned, holding a reference to the buffer) the caller releases once with
+/// `gantry_chunk_release`, from any thread, callbacks included. Retained chunks hold their
+/// memory: open the read window only as far as you are willing to hold.
 #[derive(Debug)]
 pub struct gantry_chunk {
     data: Bytes,
 }
 
+impl Boxed for gantry_chunk {}
+
 /// Makes an owned reference to a lent chunk: its bytes (the `data` pointer the callback got)
-/// stay valid until `gantry_chunk_release`. Returns NULL when `chunk` is NULL. No copy.
+/// stay valid until `gantry_chunk_release`. Returns NULL when `chunk` is NULL (also on a
+/// panic). No copy.
 ///
 /// # Safety
 /// `chunk` is NULL or the chunk lent to a running chunk callback (or a retained chunk).
 #[no_mangle]
 pub unsafe extern "C" fn gantry_chunk_retain(chunk: *const gantry_chunk) -> *mut gantry_chunk {
-    // SAFETY: the caller passes NULL or a live chunk.
-    match unsafe { chunk.as_ref() } {
-        Some(c) => Box::into_raw(Box::new(gantry_chunk { data: c.data.clone() })),
-        None => std::ptr::null_mut(),
-    }
+    ffi_fn!(fallback(std::ptr::null_mut()), || {
+        // SAFETY: the caller passes NULL or a live chunk.
+        let lent = unsafe { borrow(chunk, "chunk") }?;
+        Ok(gantry_chunk { data: lent.data.clone() }.into_raw())
+    })
 }
 
-/// Releases a retained chunk (NULL is allowed). Any thread; never on a lent chunk.
+/// Releases a retained chunk (NULL is allowed). Any thread; never on a lent chunk. On a
+/// panic (a bug) the chunk is leaked.
 ///
 /// # Safety
 /// `chunk` is NULL or came from `gantry_chunk_retain` and was not released yet.
 #[no_mangle]
 pub unsafe extern "C" fn gantry_chunk_release(chunk: *mut gantry_chunk) {
-    if !chunk.is_null() {
-        // SAFETY: came from Box::into_raw in gantry_chunk_retain; released once.
-        drop(unsafe { Box::from_raw(chunk) });
-    }
+    ffi_fn!(fallback(()), || {
+        // SAFETY: NULL or a chunk handed out once by gantry_chunk_retain, released once.
+        drop(unsafe { gantry_chunk::from_raw(chunk) });
+        Ok(())
+    })
 }
 
+/// Deprecated (a thread per request): use `gantry_get_stream_start`, whose chunk callback
+/// gets the same in-order bytes on the client's workers, with a read window for
+/// backpressure.
+///
 /// Starts downloading bucket/key in order, calling `body` for each chunk and `done` at the
 /// end, on the request's own thread. Both callbacks may be NULL. Do not call blocking gantry
-/// functions on the same client from the callbacks, and never free the request from them.
+/// functions on the same client from the callbacks. On this request, `gantry_request_wait`
+/// from them fails with GANTRY_RESULT_INVALID_STATE and `gantry_request_free` cancels and
+/// frees without waiting (either would otherwise wait for itself).
 /// The callbacks may block: the download then waits (the client's `read_window` bounds what
 /// is buffered meanwhile). For many concurrent streams prefer `gantry_get_stream_start`,
 /// which costs no thread.
@@ -80,6 +94,7 @@ pub unsafe extern "C" fn gantry_chunk_release(chunk: *mut gantry_chunk) {
 /// `client` is live and outlives the request; strings are NUL-terminated; `user_data` stays
 /// valid until `done` was called (or `gantry_request_free` returned).
 #[no_mangle]
+#[deprecated(note = "use gantry_get_stream_start: it runs on the client's workers, not a thread per request")]
 pub unsafe extern "C" fn gantry_get_async(
     client: *const gantry_client,
     bucket: *const c_char,
@@ -90,11 +105,9 @@ pub unsafe extern "C" fn gantry_get_async(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key) =
-            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
-        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
+        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         let user = UserData(user_data);
         start(client, Runner::Thread, done, user_data, out_request, u64::MAX, move |shared| {
             let fut = async move {
@@ -142,16 +155,14 @@ pub unsafe extern "C" fn gantry_get_stream_start(
     out_request: *mut *mut gantry_request,
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
-    run(out_err, || {
+    ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let (client, bucket, key) =
-            unsafe { (async_client_arg(client)?, str_arg(bucket, "bucket")?, str_arg(key, "key")?) };
+        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
         if length == 0 {
             return Err(Failure::Invalid("length must not be 0".into()));
         }
         let whole = offset == 0 && length == u64::MAX;
         let range = offset..offset.saturating_add(length);
-        let (c, bucket, key) = (client.clone(), bucket.to_string(), key.to_string());
         let user = UserData(user_data);
         start(client, Runner::Worker, done, user_data, out_request, initial_window, move |shared| {
             let fut = async move {
