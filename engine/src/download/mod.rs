@@ -36,9 +36,7 @@ pub(crate) mod to_file;
 pub(crate) mod to_writer;
 pub(crate) mod verify;
 
-use std::future::Future;
 use std::ops::Range;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -49,11 +47,12 @@ use crate::buffer_pool::MemoryPermit;
 use crate::checksum::{Claim, Hasher, S3ChecksumAlgorithm, Sum, Verifier};
 use crate::context::Context;
 use crate::error::{Error, ErrorKind, Operation, Result};
-use crate::object_client::{GetPart, ObjectClient, ResponseBody};
+use crate::object_client::{GetPart, ObjectClient};
 use crate::retry::Retry;
 use crate::s3::get_object::RangeHead;
 use crate::scheduler::{Admission, ConnectionSlot};
 use crate::types::{ObjectInfo, Verification};
+use hedge::{Opening, Race, Read, Source};
 use options::GetOptions;
 use verify::{Check, TeeChunk};
 
@@ -340,7 +339,8 @@ async fn run_once<C: ObjectClient>(
     if first_range.end >= limit {
         // A download of one part (most small objects) runs it in the driver's own task: a
         // task spawned and joined per object cost two wake-ups and a future moved to the heap.
-        part_crcs.extend(first_job.run().await?);
+        // Boxed: its state (the race of bodies) would otherwise sit in the driver's future.
+        part_crcs.extend(Box::pin(first_job.run()).await?);
     } else {
         tasks.spawn(first_job.run());
     }
@@ -541,17 +541,6 @@ struct PartRequest<'a, C: ObjectClient> {
     validator: &'a Validator,
 }
 
-/// A response body being read, and the object offset of its next byte.
-struct Source<B> {
-    pos: u64,
-    body: B,
-    hedge: bool,
-    /// An unranged first answer runs past the part: bytes beyond the part are ignored.
-    overruns: bool,
-}
-
-type HedgeFuture<'a, B> = Pin<Box<dyn Future<Output = Result<(RangeHead, B, ConnectionSlot)>> + Send + 'a>>;
-
 impl<C: ObjectClient> PartRequest<'_, C> {
     /// Receives the range into `sink`, retrying and resuming from the first byte not yet
     /// delivered. A checksum mismatch restarts the part from its first byte (the bad byte
@@ -622,79 +611,56 @@ impl<C: ObjectClient> PartRequest<'_, C> {
         if progress.next == self.range.start {
             progress.verifier = progress.expected.map(Verifier::new);
         }
-        let mut primary = Source { pos: progress.next, body, hedge: false, overruns };
-        let mut secondary: Option<Source<C::Body>> = None;
+        let primary = Source { pos: progress.next, body, hedge: false, overruns };
         let hedge_after = self.ctx.part_latency.hedge_after(
             &self.ctx.config.hedging,
             self.range.end - self.range.start,
             self.download.part_size(self.ctx),
         );
-        let mut hedge_at = hedge_after.map(|d| started + d);
-        let mut pending: Option<HedgeFuture<'_, C::Body>> = None;
-        let mut hedge_slot: Option<ConnectionSlot> = None;
+        let mut race = Race::new(primary, hedge_after.map(|d| started + d));
+        let try_slot = || {
+            let slot = self.ctx.scheduler.try_slot();
+            if slot.is_some() {
+                self.ctx.metrics.add_hedge(false);
+            }
+            slot
+        };
         while progress.next < self.range.end {
-            tokio::select! {
-                chunk = primary.body.chunk() => {
-                    match self.take(&mut primary, chunk, progress, sink) {
-                        Ok(()) => {}
-                        // The hedge carries on alone when the original request fails.
-                        Err(e) if e.kind() != ErrorKind::Cancelled && secondary.is_some() => {
-                            tracing::debug!(error = %e, "original request failed; the hedge goes on");
-                            primary = secondary.take().expect("checked");
-                        }
-                        Err(e) => return Err(e),
+            let next = progress.next;
+            let open = |slot| -> Opening<'_, C::Body> {
+                Box::pin(async move {
+                    let (head, body) = self.open(next, 0).await?;
+                    Ok((head, body, slot))
+                })
+            };
+            let accept =
+                |head: &RangeHead| self.validator.check(head, head.start, self.range.end).is_ok() && head.start <= next;
+            match race.next(try_slot, open, accept).await {
+                Read::Primary(chunk) => match self.take(&mut race.primary, chunk, progress, sink) {
+                    Ok(()) => {}
+                    // The hedge carries on alone when the original request fails.
+                    Err(e) if e.kind() != ErrorKind::Cancelled && race.hedge.is_some() => {
+                        tracing::debug!(error = %e, "original request failed; the hedge goes on");
+                        race.promote();
                     }
-                }
-                chunk = async { secondary.as_mut().expect("guarded").body.chunk().await }, if secondary.is_some() => {
-                    let source = secondary.as_mut().expect("guarded");
+                    Err(e) => return Err(e),
+                },
+                Read::Hedge(chunk) => {
+                    let source = race.hedge.as_mut().expect("a hedge read comes from a hedge");
                     if let Err(e) = self.take(source, chunk, progress, sink) {
                         if e.kind() == ErrorKind::Cancelled {
                             return Err(e);
                         }
                         tracing::debug!(error = %e, "hedge request failed");
-                        secondary = None;
-                        hedge_slot = None;
-                    }
-                }
-                opened = async { pending.as_mut().expect("guarded").await }, if pending.is_some() => {
-                    pending = None;
-                    match opened {
-                        Ok((head, body, slot)) => {
-                            let from = head.start;
-                            if self.validator.check(&head, from, self.range.end).is_ok() && from <= progress.next {
-                                secondary = Some(Source { pos: from, body, hedge: true, overruns: false });
-                                hedge_slot = Some(slot);
-                            }
-                        }
-                        Err(e) => tracing::debug!(error = %e, "hedge request failed"),
-                    }
-                }
-                _ = tokio::time::sleep_until(hedge_at.unwrap_or_else(tokio::time::Instant::now)), if hedge_at.is_some() => {
-                    hedge_at = None;
-                    if let Some(slot) = self.ctx.scheduler.try_slot() {
-                        self.ctx.metrics.add_hedge(false);
-                        let from = progress.next;
-                        pending = Some(Box::pin(async move {
-                            let (head, body) = self.open(from, 0).await?;
-                            Ok((head, body, slot))
-                        }));
+                        race.drop_hedge();
                     }
                 }
             }
         }
-        let hedge_won = primary.hedge || secondary.as_ref().is_some_and(|s| s.pos == self.range.end);
-        if hedge_won {
+        if race.hedge_won(self.range.end) {
             self.ctx.metrics.add_hedge(true);
         }
-        // A body that delivered its last byte is read to its end so its connection goes back
-        // to the pool; the other (still behind) is dropped, which closes its connection.
-        for source in std::iter::once(primary).chain(secondary) {
-            if source.pos == self.range.end && !source.overruns {
-                let mut body = source.body;
-                let _ = body.chunk().await;
-            }
-        }
-        drop(hedge_slot);
+        race.finish(self.range.end).await;
         if let Some(verifier) = &progress.verifier {
             if let Err((algorithm, want, got)) = verifier.finish() {
                 progress.held.clear();
