@@ -32,7 +32,7 @@ use crate::credentials::cache::{Cached, CredentialsCache};
 use crate::error::{Error, ErrorKind, Operation};
 use crate::http::{Authority, Body, Connector, HttpClient, Lanes, RequestBody};
 use crate::metrics::Metrics;
-use crate::retry::{Retry, RetryPolicy};
+use crate::retry::{Idempotency, Retry, RetryPolicy};
 use sign::{Payload, Signer};
 
 /// Characters kept as-is in a URI path: RFC 3986 unreserved plus `/`.
@@ -77,6 +77,20 @@ pub(crate) struct S3Request<'a> {
     pub(crate) body: Bytes,
     /// The body's checksum, sent as the configured [`ChecksumUpload`] says.
     pub(crate) checksum: Option<Crc>,
+    /// Whether a retry after a lost answer is safe: from the operation (see
+    /// [`idempotency_of`]).
+    pub(crate) idempotency: Idempotency,
+}
+
+/// What sending a request of `op` twice does. CreateMultipartUpload makes a second upload and
+/// CompleteMultipartUpload of a completed upload answers `NoSuchUpload`, so neither is
+/// idempotent; every other operation this engine sends leaves the same state when repeated
+/// (PUTs overwrite, DELETEs of what is gone succeed or say so, reads change nothing).
+pub(crate) fn idempotency_of(op: Operation) -> Idempotency {
+    match op {
+        Operation::CreateMultipartUpload | Operation::CompleteMultipartUpload => Idempotency::NotIdempotent,
+        _ => Idempotency::Idempotent,
+    }
 }
 
 impl<'a> S3Request<'a> {
@@ -90,6 +104,7 @@ impl<'a> S3Request<'a> {
             headers: Vec::new(),
             body: Bytes::new(),
             checksum: None,
+            idempotency: idempotency_of(op),
         }
     }
 
@@ -349,8 +364,9 @@ impl S3 {
 
     /// Sends a request whose answer is a small document, with retries; returns the response
     /// head and its whole body. A 200 carrying an `<Error>` document counts as that error.
+    /// Whether a lost answer is retried follows the request's [`Idempotency`].
     pub(crate) async fn execute(&self, req: &S3Request<'_>) -> Result<(http::response::Parts, Bytes), Error> {
-        let mut retry = Retry::new(&self.retry);
+        let mut retry = Retry::new(&self.retry).with_idempotency(req.idempotency);
         loop {
             let result = async {
                 let response = self.send(req, retry.attempt()).await?;
@@ -523,6 +539,20 @@ mod tests {
             xml::error_region(b"<Error><Code>AuthorizationHeaderMalformed</Code><Region>eu-west-1</Region></Error>"),
             Some("eu-west-1".into())
         );
+    }
+
+    /// Only the two multipart calls whose repeat meets the first one's effect are not
+    /// idempotent; everything else is retried after a lost answer as before.
+    #[test]
+    fn idempotency_per_operation() {
+        use Operation::*;
+        for op in [GetObject, HeadObject, PutObject, UploadPart, AbortMultipartUpload, DeleteObject, ListObjectsV2] {
+            let req = S3Request::new(op, Method::GET, "b", Some("k"));
+            assert_eq!(req.idempotency, Idempotency::Idempotent, "{op:?}");
+        }
+        for op in [CreateMultipartUpload, CompleteMultipartUpload] {
+            assert_eq!(idempotency_of(op), Idempotency::NotIdempotent, "{op:?}");
+        }
     }
 
     #[test]
