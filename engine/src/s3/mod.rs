@@ -15,6 +15,7 @@ pub(crate) mod get_object_attributes;
 pub(crate) mod head_object;
 pub(crate) mod list_multipart_uploads;
 pub(crate) mod list_objects;
+pub(crate) mod lost_complete;
 pub(crate) mod put_object;
 pub(crate) mod sign;
 pub(crate) mod upload_part;
@@ -78,7 +79,8 @@ pub(crate) struct S3Request<'a> {
     /// The body's checksum, sent as the configured [`ChecksumUpload`] says.
     pub(crate) checksum: Option<Crc>,
     /// Whether a retry after a lost answer is safe: from the operation (see
-    /// [`idempotency_of`]).
+    /// [`idempotency_of`]), raised to [`Idempotency::Recoverable`] by an operation that
+    /// repairs what a repeat can do ([`S3Request::recoverable`]).
     pub(crate) idempotency: Idempotency,
 }
 
@@ -91,6 +93,16 @@ pub(crate) fn idempotency_of(op: Operation) -> Idempotency {
         Operation::CreateMultipartUpload | Operation::CompleteMultipartUpload => Idempotency::NotIdempotent,
         _ => Idempotency::Idempotent,
     }
+}
+
+/// What the attempts of one request went through: what an operation's recovery step after a
+/// lost answer needs to know (see [`S3::execute_recorded`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Attempts {
+    /// Attempts sent, the last one included.
+    pub(crate) sent: u32,
+    /// Failed attempts whose answer was lost: the server may have carried them out.
+    pub(crate) lost_answers: u32,
 }
 
 impl<'a> S3Request<'a> {
@@ -106,6 +118,15 @@ impl<'a> S3Request<'a> {
             checksum: None,
             idempotency: idempotency_of(op),
         }
+    }
+
+    /// Declares that the caller repairs what a repeat after a lost answer can do (it must
+    /// look at the [`Attempts`] of [`S3::execute_recorded`]), so a lost answer is retried.
+    pub(crate) fn recoverable(mut self) -> Self {
+        if self.idempotency == Idempotency::NotIdempotent {
+            self.idempotency = Idempotency::Recoverable;
+        }
+        self
     }
 
     pub(crate) fn query(mut self, name: &'static str, value: impl Into<String>) -> Self {
@@ -366,7 +387,18 @@ impl S3 {
     /// head and its whole body. A 200 carrying an `<Error>` document counts as that error.
     /// Whether a lost answer is retried follows the request's [`Idempotency`].
     pub(crate) async fn execute(&self, req: &S3Request<'_>) -> Result<(http::response::Parts, Bytes), Error> {
+        self.execute_recorded(req).await.0
+    }
+
+    /// [`S3::execute`], also saying what the attempts went through: an operation whose
+    /// repeat is not harmless ([`S3Request::recoverable`]) checks or repairs the outcome
+    /// from it.
+    pub(crate) async fn execute_recorded(
+        &self,
+        req: &S3Request<'_>,
+    ) -> (Result<(http::response::Parts, Bytes), Error>, Attempts) {
         let mut retry = Retry::new(&self.retry).with_idempotency(req.idempotency);
+        let record = |retry: &Retry<'_>| Attempts { sent: retry.attempt() + 1, lost_answers: retry.lost_answers() };
         loop {
             let result = async {
                 let response = self.send(req, retry.attempt()).await?;
@@ -381,10 +413,15 @@ impl S3 {
             .await;
             match result {
                 Ok(v) => {
+                    let attempts = record(&retry);
                     retry.succeeded();
-                    return Ok(v);
+                    return (Ok(v), attempts);
                 }
-                Err(e) => retry.on_error(e).await?,
+                Err(e) => {
+                    if let Err(e) = retry.on_error(e).await {
+                        return (Err(e), record(&retry));
+                    }
+                }
             }
         }
     }
