@@ -16,6 +16,7 @@ pub(crate) mod head_object;
 pub(crate) mod list_multipart_uploads;
 pub(crate) mod list_objects;
 pub(crate) mod lost_complete;
+pub(crate) mod lost_create;
 pub(crate) mod put_object;
 pub(crate) mod sign;
 pub(crate) mod upload_part;
@@ -103,6 +104,8 @@ pub(crate) struct Attempts {
     pub(crate) sent: u32,
     /// Failed attempts whose answer was lost: the server may have carried them out.
     pub(crate) lost_answers: u32,
+    /// When the first attempt started, on the monotonic clock.
+    pub(crate) started: std::time::Instant,
 }
 
 impl<'a> S3Request<'a> {
@@ -398,7 +401,9 @@ impl S3 {
         req: &S3Request<'_>,
     ) -> (Result<(http::response::Parts, Bytes), Error>, Attempts) {
         let mut retry = Retry::new(&self.retry).with_idempotency(req.idempotency);
-        let record = |retry: &Retry<'_>| Attempts { sent: retry.attempt() + 1, lost_answers: retry.lost_answers() };
+        let started = std::time::Instant::now();
+        let record =
+            |retry: &Retry<'_>| Attempts { sent: retry.attempt() + 1, lost_answers: retry.lost_answers(), started };
         loop {
             let result = async {
                 let response = self.send(req, retry.attempt()).await?;
