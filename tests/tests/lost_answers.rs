@@ -64,9 +64,9 @@ fn foreign_upload(server: &FaultServer, key: &str) -> String {
 
 /// A lost CompleteMultipartUpload answer. The server completes the upload and resets the
 /// connection; the engine sends Complete again and meets `NoSuchUpload`, as S3 answers a
-/// second Complete of an upload it has completed (after some time; right after it S3 may
-/// still repeat the result). The upload must succeed with the object's bytes and ETag, and
-/// leave no upload open. Both a buffer and a writer upload (the two drivers of Complete).
+/// second Complete of an upload it has completed (at least once some time has passed). The
+/// upload must succeed with the object's bytes and ETag, and leave no upload open. Both a
+/// buffer and a writer upload (the two drivers of Complete).
 #[test]
 fn a_lost_complete_answer_is_a_success() {
     deadline(|| {

@@ -2,11 +2,11 @@
 //! complete the upload?
 //!
 //! When the answer to a Complete is lost (a reset or a timeout after the request went out),
-//! the retry may find the upload already completed. S3 then forgets the upload id and
-//! answers `NoSuchUpload` (after a while; right after completion it may still answer 200 with
-//! the same result), which would fail a transfer that succeeded. So a *retried* Complete that
-//! meets `NoSuchUpload` looks at the object with one HEAD (`x-amz-checksum-mode: ENABLED`)
-//! and reports success when it is the object these parts make:
+//! the retry may find the upload already completed. S3 forgets a completed upload's id, and
+//! a second Complete of it (at least once some time has passed) answers `NoSuchUpload`, which
+//! would fail a transfer that succeeded. So a *retried* Complete that meets `NoSuchUpload`
+//! looks at the object with one HEAD (`x-amz-checksum-mode: ENABLED`) and reports success
+//! when it is the object these parts make:
 //!
 //! - its ETag ends in `-N` for our N parts, and its size is the sum of our part sizes; and
 //! - its ETag is S3's multipart ETag of our parts (`"<MD5 of the part MD5s>-N"`, computable
