@@ -76,9 +76,16 @@ pub enum ErrorKind {
     ClientError,
     /// TCP connect, DNS or TLS set-up failed. Retryable.
     Connect,
-    /// The connection broke while sending or receiving. Retryable.
+    /// The connection broke while sending or receiving. Retryable (see [`ErrorKind::Timeout`]
+    /// for requests that are not idempotent).
     Transport,
-    /// A configured timeout expired. Retryable for idempotent requests.
+    /// A configured timeout expired. Retryable, with one exception: when it struck after the
+    /// whole request went out (waiting for the answer), the server may have carried the
+    /// request out, and a request that is not idempotent (see `docs/reliability.md`) is then
+    /// retried only where the operation can check or repair the outcome: a repeated
+    /// CompleteMultipartUpload checks the object, a repeated CreateMultipartUpload aborts the
+    /// upload the lost answer created. The same holds for [`ErrorKind::Transport`] and
+    /// [`ErrorKind::Protocol`] errors on an answer.
     Timeout,
     /// The server answered something that breaks the protocol (bad XML, wrong Content-Range,
     /// short body). Retryable: a broken proxy or a truncated body usually recovers.
@@ -124,6 +131,8 @@ struct Inner {
     http_status: Option<u16>,
     s3_code: Option<String>,
     request_id: Option<String>,
+    /// Whether the request went out whole and its answer was lost (see [`Error::answer_lost`]).
+    answer_lost: bool,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -139,6 +148,7 @@ impl Error {
                 http_status: None,
                 s3_code: None,
                 request_id: None,
+                answer_lost: false,
                 source: None,
             }),
         }
@@ -159,6 +169,22 @@ impl Error {
     pub(crate) fn with_retryable(mut self, retryable: bool) -> Self {
         self.inner.retryable = retryable;
         self
+    }
+
+    /// Marks the error as striking after the whole request went out and before its answer
+    /// arrived intact: set by the HTTP layer, read by the retry decision.
+    pub(crate) fn with_answer_lost(mut self) -> Self {
+        self.inner.answer_lost = true;
+        self
+    }
+
+    /// Whether the server may have carried the request out although this attempt failed: the
+    /// request went out whole and the answer was lost (a reset or timeout waiting for the
+    /// response head, a body cut or stalled). Retrying a request that is not idempotent after
+    /// such an error can meet its first attempt's effect. Errors before sending (connect, DNS,
+    /// TLS), and S3's error answers, prove nothing was done and are never marked.
+    pub(crate) fn answer_lost(&self) -> bool {
+        self.inner.answer_lost
     }
 
     pub(crate) fn with_operation(mut self, operation: Operation) -> Self {
@@ -224,6 +250,7 @@ impl fmt::Debug for Error {
             .field("http_status", &self.inner.http_status)
             .field("s3_code", &self.inner.s3_code)
             .field("request_id", &self.inner.request_id)
+            .field("answer_lost", &self.inner.answer_lost)
             .field("source", &self.inner.source)
             .finish()
     }

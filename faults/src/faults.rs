@@ -38,6 +38,12 @@ pub enum Fault {
     /// Send the head and half the body, then RST the connection (uploads: read about half the
     /// request body, then RST).
     ResetMidBody,
+    /// Carry out the request (store the object or part, create the upload, complete it, ...),
+    /// then close the connection with a TCP RST instead of answering: a lost answer, which is
+    /// what a client sees when the network or a proxy drops the response of a request the
+    /// server did act on. Retrying a non-idempotent request after this meets the effect of
+    /// the first one (a second upload id; `NoSuchUpload` for a completed upload).
+    ResetAfterAct,
     /// Send the head with the full Content-Length, then only half the body, then close with a
     /// FIN (a clean but truncated stream). No-op for uploads.
     ShortBody,

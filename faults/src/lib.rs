@@ -19,10 +19,10 @@
 //! `gantry-fault-server --tls-self-signed DIR` does so with a throwaway CA in `DIR/ca.pem`.
 //!
 //! Connection endings: every accepted socket has `SO_LINGER = 0`, so `ResetBeforeHead`,
-//! `ResetMidBody` and server shutdown end connections with a TCP RST. `ShortBody` ends with a
-//! FIN (the write half is shut down once the truncated body has been flushed), so clients see
-//! a clean EOF before Content-Length bytes arrived. Closes hyper makes on its own
-//! (`Connection: close`, client EOF) are graceful.
+//! `ResetMidBody`, `ResetAfterAct` and server shutdown end connections with a TCP RST.
+//! `ShortBody` ends with a FIN (the write half is shut down once the truncated body has been
+//! flushed), so clients see a clean EOF before Content-Length bytes arrived. Closes hyper
+//! makes on its own (`Connection: close`, client EOF) are graceful.
 //!
 //! Behaviour notes (where this differs from, or simplifies, S3):
 //! - Path-style only; `Authorization` is accepted unchecked; one region, no versioning.
@@ -42,6 +42,9 @@
 //!   `ShortBody`, `Trickle` and `FlipByte` have nothing to act on. `FlipByte` on
 //!   CompleteMultipartUpload corrupts the assembled object (before the full-object checksum
 //!   check), not the XML request.
+//! - `ResetAfterAct` carries the request out (any operation: the object, part, upload or
+//!   completion is stored) and then resets instead of answering: a lost answer, for testing
+//!   how clients recover from requests that succeeded without their knowing.
 //! - `ResetMidBody` waits 20 ms after the truncated body left hyper's buffer before the RST,
 //!   so a reading client gets those bytes; bytes still unsent in the kernel are dropped by the
 //!   RST (best effort, as with any real reset).

@@ -29,8 +29,8 @@ struct Args {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Fault rule `KIND[,op=OP][,every=N][,p=P][,times=N][,key=K][,range_start=B][,part=N]`
-    /// (KIND: 503, 500, request-timeout, 403, 404, reset, reset-mid, short, stall=SECS,
-    /// trickle=BYTES_PER_SEC, flip, wrong-etag). Repeatable; evaluated in order.
+    /// (KIND: 503, 500, request-timeout, 403, 404, reset, reset-mid, reset-after, short,
+    /// stall=SECS, trickle=BYTES_PER_SEC, flip, wrong-etag). Repeatable; evaluated in order.
     #[arg(long = "fault", value_name = "SPEC")]
     faults: Vec<String>,
     /// Answer aws-chunked uploads with 501 NotImplemented.

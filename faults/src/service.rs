@@ -283,6 +283,10 @@ pub(crate) async fn handle(
         Some(Fault::Status { status, code }) => ctx.error(status, code),
         _ => ctx.dispatch(body).await,
     };
+    if ctx.fault == Some(Fault::ResetAfterAct) {
+        // The operation is done; the answer is dropped (hyper resets the connection).
+        return Err("gantry-faults: injected reset after acting, before the response head".into());
+    }
     Ok(ctx.finish(reply).await)
 }
 

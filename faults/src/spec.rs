@@ -10,7 +10,8 @@ use crate::rules::{Match, Op, Rule};
 /// rule, so the binary (and scripts) share one grammar with the library.
 ///
 /// KIND: `503` (SlowDown), `500` (InternalError), `request-timeout`, `403` (ExpiredToken),
-/// `404` (NoSuchKey), `reset` (ResetBeforeHead), `reset-mid` (ResetMidBody), `short`,
+/// `404` (NoSuchKey), `reset` (ResetBeforeHead), `reset-mid` (ResetMidBody), `reset-after`
+/// (ResetAfterAct: the server acts, then resets instead of answering), `short`,
 /// `stall=SECS` (fractional seconds allowed), `trickle=BYTES_PER_SEC`, `flip`, `wrong-etag`.
 /// OP is an [`Op`] variant name. Keys cannot contain `,`.
 pub fn parse_fault_spec(s: &str) -> Result<Rule, String> {
@@ -33,6 +34,7 @@ pub fn parse_fault_spec(s: &str) -> Result<Rule, String> {
         "404" => no_arg(Fault::not_found())?,
         "reset" => no_arg(Fault::ResetBeforeHead)?,
         "reset-mid" => no_arg(Fault::ResetMidBody)?,
+        "reset-after" => no_arg(Fault::ResetAfterAct)?,
         "short" => no_arg(Fault::ShortBody)?,
         "flip" => no_arg(Fault::FlipByte)?,
         "wrong-etag" => no_arg(Fault::WrongEtag)?,
@@ -115,6 +117,7 @@ mod tests {
             ("404", Fault::not_found()),
             ("reset", Fault::ResetBeforeHead),
             ("reset-mid", Fault::ResetMidBody),
+            ("reset-after", Fault::ResetAfterAct),
             ("short", Fault::ShortBody),
             ("flip", Fault::FlipByte),
             ("wrong-etag", Fault::WrongEtag),

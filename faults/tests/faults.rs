@@ -135,6 +135,44 @@ async fn reset_before_head_gives_no_response() {
     assert_eq!(s.request_count(Op::PutObject), 1);
 }
 
+/// `ResetAfterAct`: the server does what was asked, then resets instead of answering (a lost
+/// answer). Here: a created upload the client never learns the id of, a completed upload, a
+/// stored object; each request sees no response at all.
+#[tokio::test]
+async fn reset_after_act_does_the_work_and_gives_no_response() {
+    let s = FaultServer::start();
+    s.create_bucket("b");
+    s.add_rule(Rule::new(Match::op(Op::CreateMultipartUpload), Fault::ResetAfterAct).times(1));
+    let r = send(s.addr(), "POST", "/b/mp?uploads", &[], b"").await;
+    assert!(r.status.is_none(), "no answer expected, got {:?}", r.status);
+    assert!(matches!(r.end, End::Error(_)), "{:?}", r.end);
+    assert_eq!(s.open_multipart_uploads("b"), 1, "the upload was created all the same");
+    // Only the first matching request: the next Create is answered.
+    let r = send(s.addr(), "POST", "/b/mp?uploads", &[], b"").await.ok();
+    let id = xml_field(&r.text(), "UploadId").expect("upload id");
+    assert_eq!(s.open_multipart_uploads("b"), 2);
+
+    let part = send(s.addr(), "PUT", &format!("/b/mp?partNumber=1&uploadId={id}"), &[], b"abc").await.ok();
+    let etag = part.header("etag").expect("part etag").to_string();
+    s.add_rule(Rule::new(Match::op(Op::CompleteMultipartUpload), Fault::ResetAfterAct).times(1));
+    let doc = format!(
+        "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{etag}</ETag></Part></CompleteMultipartUpload>"
+    );
+    let r = send(s.addr(), "POST", &format!("/b/mp?uploadId={id}"), &[], doc.as_bytes()).await;
+    assert!(r.status.is_none() && matches!(r.end, End::Error(_)), "{:?} {:?}", r.status, r.end);
+    assert_eq!(s.object("b", "mp").as_deref(), Some(&b"abc"[..]), "the upload was completed");
+    assert_eq!(s.open_multipart_uploads("b"), 1, "only the orphan of the lost Create is left");
+    // Completing again meets what S3 answers for a completed upload.
+    let r = send(s.addr(), "POST", &format!("/b/mp?uploadId={id}"), &[], doc.as_bytes()).await.ok();
+    assert_eq!((r.status, xml_field(&r.text(), "Code").as_deref()), (Some(404), Some("NoSuchUpload")));
+
+    s.add_rule(Rule::new(Match::op(Op::PutObject), Fault::ResetAfterAct).times(1));
+    let r = send(s.addr(), "PUT", "/b/put", &[], b"stored").await;
+    assert!(r.status.is_none(), "{:?}", r.status);
+    assert_eq!(s.object("b", "put").as_deref(), Some(&b"stored"[..]));
+    assert_eq!(parse_fault_spec("reset-after,op=CompleteMultipartUpload,times=1").unwrap().fault, Fault::ResetAfterAct);
+}
+
 #[tokio::test]
 async fn short_body_is_a_clean_truncation() {
     let (s, body) = server_with("k", 256 * 1024);

@@ -475,7 +475,8 @@ fn seeded_random_fault_schedule() {
                     continue;
                 }
                 // Not on CreateMultipartUpload or Complete: an answer lost after the server
-                // acted is ambiguous (see docs/reliability.md); those have their own tests.
+                // acted needs a recovery step (see docs/reliability.md), tested on its own in
+                // tests/lost_answers.rs.
                 for op in [Op::GetObject, Op::UploadPart, Op::PutObject] {
                     server.add_rule(Rule::new(Match::op(op).probability(0.05), f.clone()));
                 }

@@ -42,6 +42,9 @@ pub(crate) struct HttpClient {
 
 /// A response body being received. Reading it to the end returns the connection to the pool;
 /// dropping it earlier closes the connection (which is also how a part request is cancelled).
+///
+/// Every error reading it says the answer was lost ([`Error::answer_lost`]): a response head
+/// arrived, so the server handled the request, and what it said is not known in full.
 #[derive(Debug)]
 pub(crate) struct Body {
     incoming: Incoming,
@@ -110,6 +113,11 @@ impl HttpClient {
     }
 
     /// Sends `req` and waits for the response head. The body is read through [`Body`].
+    ///
+    /// A failure after the whole request went out (a reset or a timeout while waiting for the
+    /// head) is marked [`Error::answer_lost`]: the server may have carried the request out.
+    /// Failures before that (connecting, a body that stopped going out, a request hyper never
+    /// dispatched) are not: a request that did not arrive whole is not acted on.
     ///
     /// Until the endpoint has answered once, every wait on it is capped and counted against
     /// the no-response bound (see [`silence`]).
@@ -185,13 +193,20 @@ impl HttpClient {
                 result = &mut sending => match result {
                     Ok(r) => break r,
                     Err(e) => {
-                        return Err(Error::new(ErrorKind::Transport, op, "connection failed before the response head")
-                            .with_source(e))
+                        // Sent whole unless hyper says it never dispatched it (a pooled
+                        // connection found closed) or the body had not all gone out.
+                        let sent = progress.last().1 && !e.is_canceled();
+                        let err = Error::new(ErrorKind::Transport, op, "connection failed before the response head")
+                            .with_source(e);
+                        return Err(if sent { err.with_answer_lost() } else { err });
                     }
                 },
                 _ = tokio::time::sleep_until(wake) => {
                     if progress.last() == (last, done) && tokio::time::Instant::now() >= deadline {
                         let e = Error::new(ErrorKind::Timeout, op, format!("{what} ({limit:?})"));
+                        // Waiting for the head after the whole request went out: it may
+                        // have been carried out. A body that stopped going out was not.
+                        let e = if done { e.with_answer_lost() } else { e };
                         return Err(match silent_cap {
                             Some(_) => self.silent(e, last, authority, op),
                             None => e,
@@ -248,7 +263,8 @@ impl Body {
                         ErrorKind::Timeout,
                         self.op,
                         format!("no body bytes for {:?} (read-idle timeout)", self.read_idle_timeout),
-                    ));
+                    )
+                    .with_answer_lost());
                 }
                 Ok(None) => {
                     if let Some(conn) = self.conn.take() {
@@ -259,7 +275,8 @@ impl Body {
                 Ok(Some(Err(e))) => {
                     self.conn = None;
                     return Err(Error::new(ErrorKind::Transport, self.op, "connection broke while reading the body")
-                        .with_source(e));
+                        .with_source(e)
+                        .with_answer_lost());
                 }
                 Ok(Some(Ok(frame))) => frame,
             };
@@ -285,7 +302,8 @@ impl Body {
                 ErrorKind::Timeout,
                 self.op,
                 format!("body arrived at {rate:.0} B/s over {window:?}, below the floor of {min} B/s"),
-            ));
+            )
+            .with_answer_lost());
         }
         Ok(())
     }
@@ -300,7 +318,8 @@ impl Body {
                     ErrorKind::Protocol,
                     self.op,
                     format!("response body larger than {limit} bytes"),
-                ));
+                )
+                .with_answer_lost());
             }
             buf.extend_from_slice(&chunk);
         }

@@ -3,6 +3,7 @@
 use bytes::Bytes;
 use http::{HeaderName, Method};
 
+use super::lost_complete::ExpectedObject;
 use super::upload_part::UploadedPart;
 use super::{xml, S3Request, S3};
 use crate::checksum::{ChecksumAlgorithm, Crc};
@@ -14,6 +15,10 @@ impl S3 {
     /// ETag. When the parts carry
     /// checksums, each is listed and the full-object checksum, combined from the part CRCs,
     /// is sent for the server to check against the assembled object.
+    ///
+    /// Completing is not idempotent: an attempt whose answer was lost may have completed the
+    /// upload, and its retry then meets `NoSuchUpload`. A retried Complete that does checks
+    /// the object instead of failing (see [`super::lost_complete`]).
     pub(crate) async fn complete_multipart(
         &self,
         bucket: &str,
@@ -29,6 +34,7 @@ impl S3 {
                 Some(Some(acc.map_or(crc, |a| a.combine(crc))))
             })
             .flatten();
+        let expected = ExpectedObject::of(&parts, full);
         let doc = xml::CompleteMultipartUpload {
             parts: parts
                 .into_iter()
@@ -46,13 +52,20 @@ impl S3 {
         };
         let mut req = S3Request::new(op, Method::POST, bucket, Some(key))
             .query("uploadId", upload_id)
-            .body(Bytes::from(xml::to_string(&doc)));
+            .body(Bytes::from(xml::to_string(&doc)))
+            .recoverable();
         if let Some(crc) = full {
             req = req
                 .header(HeaderName::from_static(crc.algorithm.header()), &crc.encoded())?
                 .header(HeaderName::from_static("x-amz-checksum-type"), "FULL_OBJECT")?;
         }
-        let (_, body) = self.execute(&req).await?;
+        let body = match self.execute_recorded(&req).await {
+            (Ok((_, body)), _) => body,
+            (Err(e), attempts) if attempts.sent > 1 && e.s3_code() == Some("NoSuchUpload") => {
+                return self.confirm_completed(bucket, key, &expected, attempts, e).await;
+            }
+            (Err(e), _) => return Err(e),
+        };
         let result: xml::CompleteMultipartUploadResult = xml::parse(&body, op)?;
         // Without an ETag nothing says an object was assembled (a server answering 200 to
         // anything): a protocol error rather than a reported success.

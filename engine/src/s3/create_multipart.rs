@@ -12,6 +12,10 @@ impl S3 {
     /// declared `FULL_OBJECT`, so the finished object carries a checksum of its bytes (not of
     /// its parts' checksums) that a later whole-object GET can verify.
     /// The object's metadata (`options`) is given here: the parts carry only bytes.
+    ///
+    /// Creating is not idempotent: an attempt whose answer was lost may have made an upload
+    /// whose id we never learn. When one did, the uploads it left are aborted once an attempt
+    /// succeeds (see [`super::lost_create`]).
     pub(crate) async fn create_multipart(
         &self,
         bucket: &str,
@@ -28,8 +32,14 @@ impl S3 {
                 .header(HeaderName::from_static("x-amz-checksum-algorithm"), self.checksums.algorithm.name())?
                 .header(HeaderName::from_static("x-amz-checksum-type"), "FULL_OBJECT")?;
         }
-        let (_, body) = self.execute(&req).await?;
+        let (result, attempts) = self.execute_recorded(&req.recoverable()).await;
+        let (head, body) = result?;
+        let span = attempts.started.elapsed();
         let result: xml::InitiateMultipartUploadResult = xml::parse(&body, op)?;
+        if attempts.lost_answers > 0 {
+            let date = super::header_str(&head.headers, "date");
+            self.abort_orphans(bucket, key, &result.upload_id, span, date.as_deref()).await;
+        }
         Ok(result.upload_id)
     }
 }

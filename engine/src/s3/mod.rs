@@ -15,6 +15,8 @@ pub(crate) mod get_object_attributes;
 pub(crate) mod head_object;
 pub(crate) mod list_multipart_uploads;
 pub(crate) mod list_objects;
+pub(crate) mod lost_complete;
+pub(crate) mod lost_create;
 pub(crate) mod put_object;
 pub(crate) mod sign;
 pub(crate) mod upload_part;
@@ -32,7 +34,7 @@ use crate::credentials::cache::{Cached, CredentialsCache};
 use crate::error::{Error, ErrorKind, Operation};
 use crate::http::{Authority, Body, Connector, HttpClient, Lanes, RequestBody};
 use crate::metrics::Metrics;
-use crate::retry::{Retry, RetryPolicy};
+use crate::retry::{Idempotency, Retry, RetryPolicy};
 use sign::{Payload, Signer};
 
 /// Characters kept as-is in a URI path: RFC 3986 unreserved plus `/`.
@@ -77,6 +79,33 @@ pub(crate) struct S3Request<'a> {
     pub(crate) body: Bytes,
     /// The body's checksum, sent as the configured [`ChecksumUpload`] says.
     pub(crate) checksum: Option<Crc>,
+    /// Whether a retry after a lost answer is safe: from the operation (see
+    /// [`idempotency_of`]), raised to [`Idempotency::Recoverable`] by an operation that
+    /// repairs what a repeat can do ([`S3Request::recoverable`]).
+    pub(crate) idempotency: Idempotency,
+}
+
+/// What sending a request of `op` twice does. CreateMultipartUpload makes a second upload and
+/// CompleteMultipartUpload of a completed upload answers `NoSuchUpload`, so neither is
+/// idempotent; every other operation this engine sends leaves the same state when repeated
+/// (PUTs overwrite, DELETEs of what is gone succeed or say so, reads change nothing).
+pub(crate) fn idempotency_of(op: Operation) -> Idempotency {
+    match op {
+        Operation::CreateMultipartUpload | Operation::CompleteMultipartUpload => Idempotency::NotIdempotent,
+        _ => Idempotency::Idempotent,
+    }
+}
+
+/// What the attempts of one request went through: what an operation's recovery step after a
+/// lost answer needs to know (see [`S3::execute_recorded`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Attempts {
+    /// Attempts sent, the last one included.
+    pub(crate) sent: u32,
+    /// Failed attempts whose answer was lost: the server may have carried them out.
+    pub(crate) lost_answers: u32,
+    /// When the first attempt started, on the monotonic clock.
+    pub(crate) started: std::time::Instant,
 }
 
 impl<'a> S3Request<'a> {
@@ -90,7 +119,17 @@ impl<'a> S3Request<'a> {
             headers: Vec::new(),
             body: Bytes::new(),
             checksum: None,
+            idempotency: idempotency_of(op),
         }
+    }
+
+    /// Declares that the caller repairs what a repeat after a lost answer can do (it must
+    /// look at the [`Attempts`] of [`S3::execute_recorded`]), so a lost answer is retried.
+    pub(crate) fn recoverable(mut self) -> Self {
+        if self.idempotency == Idempotency::NotIdempotent {
+            self.idempotency = Idempotency::Recoverable;
+        }
+        self
     }
 
     pub(crate) fn query(mut self, name: &'static str, value: impl Into<String>) -> Self {
@@ -349,8 +388,22 @@ impl S3 {
 
     /// Sends a request whose answer is a small document, with retries; returns the response
     /// head and its whole body. A 200 carrying an `<Error>` document counts as that error.
+    /// Whether a lost answer is retried follows the request's [`Idempotency`].
     pub(crate) async fn execute(&self, req: &S3Request<'_>) -> Result<(http::response::Parts, Bytes), Error> {
-        let mut retry = Retry::new(&self.retry);
+        self.execute_recorded(req).await.0
+    }
+
+    /// [`S3::execute`], also saying what the attempts went through: an operation whose
+    /// repeat is not harmless ([`S3Request::recoverable`]) checks or repairs the outcome
+    /// from it.
+    pub(crate) async fn execute_recorded(
+        &self,
+        req: &S3Request<'_>,
+    ) -> (Result<(http::response::Parts, Bytes), Error>, Attempts) {
+        let mut retry = Retry::new(&self.retry).with_idempotency(req.idempotency);
+        let started = std::time::Instant::now();
+        let record =
+            |retry: &Retry<'_>| Attempts { sent: retry.attempt() + 1, lost_answers: retry.lost_answers(), started };
         loop {
             let result = async {
                 let response = self.send(req, retry.attempt()).await?;
@@ -365,10 +418,15 @@ impl S3 {
             .await;
             match result {
                 Ok(v) => {
+                    let attempts = record(&retry);
                     retry.succeeded();
-                    return Ok(v);
+                    return (Ok(v), attempts);
                 }
-                Err(e) => retry.on_error(e).await?,
+                Err(e) => {
+                    if let Err(e) = retry.on_error(e).await {
+                        return (Err(e), record(&retry));
+                    }
+                }
             }
         }
     }
@@ -523,6 +581,20 @@ mod tests {
             xml::error_region(b"<Error><Code>AuthorizationHeaderMalformed</Code><Region>eu-west-1</Region></Error>"),
             Some("eu-west-1".into())
         );
+    }
+
+    /// Only the two multipart calls whose repeat meets the first one's effect are not
+    /// idempotent; everything else is retried after a lost answer as before.
+    #[test]
+    fn idempotency_per_operation() {
+        use Operation::*;
+        for op in [GetObject, HeadObject, PutObject, UploadPart, AbortMultipartUpload, DeleteObject, ListObjectsV2] {
+            let req = S3Request::new(op, Method::GET, "b", Some("k"));
+            assert_eq!(req.idempotency, Idempotency::Idempotent, "{op:?}");
+        }
+        for op in [CreateMultipartUpload, CompleteMultipartUpload] {
+            assert_eq!(idempotency_of(op), Idempotency::NotIdempotent, "{op:?}");
+        }
     }
 
     #[test]

@@ -12,6 +12,9 @@ use crate::error::{Error, ErrorKind, Operation};
 pub(crate) struct UploadedPart {
     pub(crate) number: u32,
     pub(crate) etag: String,
+    /// Bytes in the part: a retried Complete that meets `NoSuchUpload` checks the object's
+    /// size against the sum (see [`super::lost_complete`]).
+    pub(crate) size: u64,
     pub(crate) checksum: Option<Crc>,
 }
 
@@ -31,6 +34,7 @@ impl S3 {
         let op = Operation::UploadPart;
         debug_assert!(precomputed.is_none_or(|c| Some(c.algorithm) == self.upload_checksum_algorithm()));
         let checksum = precomputed.or_else(|| self.upload_checksum(&body));
+        let size = body.len() as u64;
         let req = S3Request::new(op, Method::PUT, bucket, Some(key))
             .query("partNumber", part_number.to_string())
             .query("uploadId", upload_id)
@@ -40,6 +44,6 @@ impl S3 {
         let etag = header_str(&parts.headers, "etag").ok_or_else(|| {
             Error::new(ErrorKind::Protocol, op, format!("UploadPart {part_number} answer has no ETag"))
         })?;
-        Ok(UploadedPart { number: part_number, etag, checksum })
+        Ok(UploadedPart { number: part_number, etag, size, checksum })
     }
 }
