@@ -466,8 +466,9 @@ impl ObjectClient for Mock {
             let upload = uploads.get_mut(&id).ok_or_else(|| {
                 Error::new(ErrorKind::NotFound, op, "no such upload").with_http(404, Some("NoSuchUpload".into()), None)
             })?;
+            let size = body.len() as u64;
             upload.parts.insert(number, body);
-            Ok(UploadedPart { number, etag: format!("\"part-{number}\""), checksum: crc })
+            Ok(UploadedPart { number, etag: format!("\"part-{number}\""), checksum: crc, size })
         }
     }
 
