@@ -156,3 +156,137 @@ impl Drop for PooledConn {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The pool against a tiny HTTP/1.1 server on loopback that numbers its connections and
+    //! says which one answered (`x-conn`), so a test sees exactly which socket was reused.
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use http_body_util::BodyExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// Serves `ok` on every request; closes a connection after one answer when `close_after`.
+    async fn server(close_after: bool) -> (u16, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut sock, _) = listener.accept().await.unwrap();
+                let id = counter.fetch_add(1, Ordering::SeqCst) + 1;
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 1024];
+                    loop {
+                        let Ok(n) = sock.read(&mut chunk).await else { return };
+                        if n == 0 {
+                            return;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            buf.drain(..end + 4);
+                            let answer = format!("HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-conn: {id}\r\n\r\nok");
+                            if sock.write_all(answer.as_bytes()).await.is_err() {
+                                return;
+                            }
+                            if close_after {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        (port, accepted)
+    }
+
+    fn new_pool(idle_timeout: Duration) -> Arc<Pool> {
+        let connector = Connector::new(Duration::from_secs(2), Duration::from_secs(2), None, None);
+        Pool::new(connector, Lanes::new(&[], &[]), idle_timeout, Arc::new(Metrics::default()))
+    }
+
+    /// One request on a checked-out connection; returns which server connection answered.
+    async fn ask(conn: &mut PooledConn, port: u16) -> usize {
+        let req = http::Request::get(format!("http://127.0.0.1:{port}/"))
+            .header("host", "127.0.0.1")
+            .body(crate::http::RequestBody::new([]))
+            .unwrap();
+        let resp = conn.send_request(req).await.unwrap();
+        let id = resp.headers()["x-conn"].to_str().unwrap().parse().unwrap();
+        resp.into_body().collect().await.unwrap();
+        id
+    }
+
+    fn authority(port: u16) -> Authority {
+        Authority { tls: false, host: "127.0.0.1".into(), port }
+    }
+
+    #[tokio::test]
+    async fn a_released_connection_is_reused_most_recent_first() {
+        let (port, accepted) = server(false).await;
+        let pool = new_pool(Duration::from_secs(30));
+        let at = authority(port);
+        let (mut a, mut b) = (
+            pool.checkout(&at, Operation::GetObject).await.unwrap(),
+            pool.checkout(&at, Operation::GetObject).await.unwrap(),
+        );
+        let (id_a, id_b) = (ask(&mut a, port).await, ask(&mut b, port).await);
+        assert_ne!(id_a, id_b);
+        a.release();
+        b.release();
+        // The last one returned is the next one out (its congestion window is the warmest).
+        let mut c = pool.checkout(&at, Operation::GetObject).await.unwrap();
+        assert_eq!(ask(&mut c, port).await, id_b);
+        let mut d = pool.checkout(&at, Operation::GetObject).await.unwrap();
+        assert_eq!(ask(&mut d, port).await, id_a);
+        assert_eq!(accepted.load(Ordering::SeqCst), 2, "no new connection while idle ones were there");
+        assert_eq!(pool.lanes.get(0).in_use(), 2);
+        drop((c, d));
+        assert_eq!(pool.lanes.get(0).in_use(), 0, "a dropped connection frees its lane");
+    }
+
+    #[tokio::test]
+    async fn a_dropped_connection_is_closed_not_reused() {
+        let (port, accepted) = server(false).await;
+        let pool = new_pool(Duration::from_secs(30));
+        let at = authority(port);
+        let mut a = pool.checkout(&at, Operation::GetObject).await.unwrap();
+        ask(&mut a, port).await;
+        // Dropped instead of released: its state is unknown (a cancelled request).
+        drop(a);
+        let mut b = pool.checkout(&at, Operation::GetObject).await.unwrap();
+        assert_eq!(ask(&mut b, port).await, 2);
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn expired_and_server_closed_connections_are_replaced() {
+        // Expired: idle longer than the timeout.
+        let (port, accepted) = server(false).await;
+        let pool = new_pool(Duration::from_millis(50));
+        let at = authority(port);
+        let mut a = pool.checkout(&at, Operation::GetObject).await.unwrap();
+        ask(&mut a, port).await;
+        a.release();
+        tokio::time::sleep(Duration::from_millis(120)).await;
+        let mut b = pool.checkout(&at, Operation::GetObject).await.unwrap();
+        assert_eq!(ask(&mut b, port).await, 2, "the expired connection was not reused");
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+        // Closed by the server after its answer: found closed at checkout, replaced.
+        let (port, accepted) = server(true).await;
+        let pool = new_pool(Duration::from_secs(30));
+        let at = authority(port);
+        let mut a = pool.checkout(&at, Operation::GetObject).await.unwrap();
+        ask(&mut a, port).await;
+        a.release();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut b = pool.checkout(&at, Operation::GetObject).await.unwrap();
+        assert_eq!(ask(&mut b, port).await, 2);
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+}

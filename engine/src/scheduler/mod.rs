@@ -83,3 +83,71 @@ impl Scheduler {
         self.slots.clone().try_acquire_owned().ok()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    /// Polls `fut` once: whether it is ready now.
+    async fn ready_now<F: std::future::Future>(fut: F) -> Option<F::Output> {
+        tokio::time::timeout(Duration::ZERO, fut).await.ok()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_window_waits_holding_nothing_shared() {
+        let s = Arc::new(Scheduler::new(2, 4 * MIB));
+        let window = Arc::new(Semaphore::new(1));
+        let first = s.admit(Some(&window), Some(MIB)).await;
+        drop(first.slot);
+        let before = s.memory.in_use_bytes();
+        let waiting = tokio::spawn({
+            let (window, s) = (window.clone(), s.clone());
+            async move { s.admit(Some(&window), Some(MIB)).await.memory.is_some() }
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(!waiting.is_finished(), "the window is full");
+        assert_eq!(s.memory.in_use_bytes(), before, "no memory taken while waiting on the window");
+        let slots = (s.try_slot(), s.try_slot());
+        assert!(slots.0.is_some() && slots.1.is_some(), "no slot taken while waiting");
+        drop(slots);
+        drop(first.window);
+        assert!(waiting.await.unwrap());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waiting_for_memory_holds_no_slot_and_slots_go_first_come_first_served() {
+        let s = Arc::new(Scheduler::new(1, 2 * MIB));
+        let big = s.admit(None, Some(2 * MIB)).await;
+        drop(big.slot);
+        // Memory is exhausted: the next part waits for it without taking the one slot.
+        let blocked = tokio::spawn({
+            let s = s.clone();
+            async move { s.admit(None, Some(MIB)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let slot = ready_now(s.slot()).await.expect("the slot is free while memory is awaited");
+        // Two more waiters for the slot are served in the order they came.
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let waiters: Vec<_> = (0..2)
+            .map(|i| {
+                let (s, order) = (s.clone(), order.clone());
+                tokio::spawn(async move {
+                    let _slot = s.slot().await;
+                    order.lock().unwrap().push(i);
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        drop(slot);
+        drop(big.memory);
+        for w in waiters {
+            w.await.unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), vec![0, 1]);
+        blocked.await.unwrap();
+    }
+}
