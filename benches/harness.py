@@ -104,6 +104,22 @@ def scenarios(scale, workdir):
             shaping=s3, connections=64, preload=[(small_keys, 128 * 1024)],
             workloads=[dict(name="get", op="get", keys=small_keys, size=128 * 1024, in_flight=64)],
             ideal_objps=64 / small_each),
+        # How cost grows with work: the same workload at two sizes, gantry builds only (the
+        # peers are compared in the rows above). CPU per GiB (or per object) and peak RSS
+        # should stay flat. The large runs repeat the keys, so the server's memory stays that
+        # of the small set.
+        "scale-bulk-get": dict(
+            about=f"bulk-get at {n(1024)} MiB and {n(16384)} MiB: 4 vs 64 GETs of {big // MIB} MiB objects "
+                  f"(scaled {scale}x down in smoke runs), no shaping, 16 connections, 8 in flight",
+            shaping={}, connections=16, preload=[(bulk_keys[:4], big)],
+            scale=[(f"{4 * big // MIB} MiB", [dict(name="get", op="get", keys=bulk_keys[:4], size=big, in_flight=8)]),
+                   (f"{64 * big // MIB} MiB", [dict(name="get", op="get", keys=bulk_keys[:4] * 16, size=big, in_flight=8)])]),
+        "scale-small-get": dict(
+            about=f"small-get at {n(2000)} and {n(50000)} x 128 KiB GETs (the large run reads the "
+                  f"{n(2000)} keys 25 times), first byte 20 ms, 25 MB/s per connection, 64 in flight",
+            shaping=s3, connections=64, preload=[(small_keys, 128 * 1024)],
+            scale=[(f"{len(small_keys):,}", [dict(name="get", op="get", keys=small_keys, size=128 * 1024, in_flight=64)]),
+                   (f"{25 * len(small_keys):,}", [dict(name="get", op="get", keys=small_keys * 25, size=128 * 1024, in_flight=64)])]),
         "bulk-put-mem": dict(
             about=f"4 x {big // MIB} MiB multipart uploads from memory, 16 connections",
             shaping={}, connections=16, preload=[],
@@ -198,7 +214,7 @@ def spec_for(sc, server, settings):
     """The spec every runner gets. Over HTTPS, `ca_bundle` names the CA to trust: the peer
     runners read that key, gantry-bench gets it as gantry's own `ca_bundle` setting."""
     spec = {"endpoint": server.endpoint, "bucket": "bench", "connections": sc["connections"],
-            "part_size": PART, "workloads": sc["workloads"], "gantry_settings": dict(settings)}
+            "part_size": PART, "workloads": sc.get("workloads", []), "gantry_settings": dict(settings)}
     if server.ca:
         spec["ca_bundle"] = server.ca
         spec["gantry_settings"]["ca_bundle"] = server.ca
@@ -284,7 +300,64 @@ def report_paired(name, sc, rows, clients):
     return "\n".join(out) + "\n"
 
 
+def gantry_builds(clients):
+    """The clients that are gantry-bench binaries (gantry, and any --runner NAME=PATH)."""
+    return [c for c in clients if c not in ("crt", "obstore")]
+
+
+def run_scale(name, sc, clients, rounds, workdir, settings):
+    """Each gantry build at each size of the scenario, sizes and builds alternating per round."""
+    server = Server(sc["shaping"], workdir)
+    rows = []
+    try:
+        preload(sc, server)
+        for r in range(rounds + 1):  # round 0 warms up and is not counted
+            for label, workloads in sc["scale"]:
+                spec = json.dumps(dict(spec_for(sc, server, settings), workloads=workloads))
+                for c in gantry_builds(clients):
+                    out, ru = run_measured(RUNNERS[c] + [spec])
+                    res = json.loads(out.strip().splitlines()[-1])
+                    res.update(who=c, round=r, size=label, max_rss_kib=ru.ru_maxrss)
+                    if r > 0:
+                        rows.append(res)
+                    objects = res["workloads"][0]["objects"]
+                    print(f"  {name} round {r} {c} {label}: {res['bytes'] / MIB / res['seconds']:.0f} MiB/s, "
+                          f"{res['cpu_s'] / objects * 1e6:.0f} CPU us/object, {ru.ru_maxrss // 1024} MiB RSS",
+                          file=sys.stderr)
+    finally:
+        server.stop()
+    return rows
+
+
+def report_scale(name, sc, rows, clients):
+    out = [f"### {name}", "", sc["about"], "",
+           "| client | size | MiB/s | objects/s | CPU s/GiB | CPU µs/object | peak RSS MiB |",
+           "|---|---|---|---|---|---|---|"]
+    per = {}
+    for c in gantry_builds(clients):
+        for label, _ in sc["scale"]:
+            rs = [r for r in rows if r["who"] == c and r["size"] == label]
+            if not rs:
+                continue
+            cpg = st.median(r["cpu_s"] / (r["bytes"] / (1 << 30)) for r in rs)
+            cpo = st.median(r["cpu_s"] / r["workloads"][0]["objects"] * 1e6 for r in rs)
+            rss = max(r["max_rss_kib"] for r in rs) / 1024
+            per[(c, label)] = (cpg, rss)
+            out.append(f"| {c} | {label} | {st.median(r['bytes'] / MIB / r['seconds'] for r in rs):.0f} | "
+                       f"{st.median(r['workloads'][0]['objects'] / r['seconds'] for r in rs):.0f} | {cpg:.3f} | "
+                       f"{cpo:.1f} | {rss:.0f} |")
+    (small, _), (large, _) = sc["scale"]
+    out += ["", f"| client | CPU per unit, {large} / {small} | peak RSS, {large} / {small} |", "|---|---|---|"]
+    for c in gantry_builds(clients):
+        if (c, small) in per and (c, large) in per:
+            (a, ra), (b, rb) = per[(c, small)], per[(c, large)]
+            out.append(f"| {c} | {b / a:.2f} | {rb / ra:.2f} |")
+    return "\n".join(out) + "\n"
+
+
 def run_scenario(name, sc, clients, rounds, workdir, settings):
+    if "scale" in sc:
+        return run_scale(name, sc, clients, rounds, workdir, settings)
     if "faults" in sc:
         return run_paired(name, sc, clients, rounds, workdir, settings)
     if "src_file" in sc:
@@ -335,6 +408,8 @@ def rng(xs, fmt="{:.2f}"):
 
 
 def report(name, sc, rows, clients, base="gantry"):
+    if "scale" in sc:
+        return report_scale(name, sc, rows, clients)
     if "faults" in sc:
         return report_paired(name, sc, rows, clients)
     gib = lambda r: r["bytes"] / (1 << 30)
