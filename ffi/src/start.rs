@@ -10,12 +10,13 @@ use futures::channel::oneshot;
 
 use crate::client::{client_arg, gantry_client};
 use crate::error::{gantry_error, gantry_result};
+use crate::get::{start_get, Destination};
 use crate::guard::{str_arg, Failure};
 use crate::request::{gantry_done_fn, gantry_request, start, Runner, Shared};
 
 /// Caller memory a running request writes into or reads from.
 #[derive(Clone, Copy)]
-struct Region {
+pub(crate) struct Region {
     ptr: *mut u8,
     len: usize,
 }
@@ -25,7 +26,7 @@ struct Region {
 unsafe impl Send for Region {}
 
 impl Region {
-    fn new(ptr: *mut u8, len: usize, what: &'static str) -> Result<Region, Failure> {
+    pub(crate) fn new(ptr: *mut u8, len: usize, what: &'static str) -> Result<Region, Failure> {
         if ptr.is_null() && len > 0 {
             return Err(Failure::Null(what));
         }
@@ -34,7 +35,7 @@ impl Region {
 
     /// # Safety
     /// The region is valid and not used by anyone else while the slice lives.
-    unsafe fn slice_mut<'a>(self) -> &'a mut [u8] {
+    pub(crate) unsafe fn slice_mut<'a>(self) -> &'a mut [u8] {
         if self.len == 0 {
             return &mut [];
         }
@@ -68,7 +69,7 @@ pub(crate) unsafe fn object_args<'a>(
 }
 
 /// Starts `op` on the workers with no read window; `op` returns the request's size result.
-fn start_op<F>(
+pub(crate) fn start_op<F>(
     client: &gantry::Client,
     done: gantry_done_fn,
     user_data: *mut c_void,
@@ -116,14 +117,9 @@ pub unsafe extern "C" fn gantry_get_into_start(
 ) -> gantry_result {
     ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
+        let args = unsafe { object_args(client, bucket, key)? };
         let region = Region::new(buf, buf_len, "buf")?;
-        start_op(client, done, user_data, out_request, async move {
-            let region = region;
-            // SAFETY: the caller lends the region until the request ended (contract above).
-            let buf = unsafe { region.slice_mut() };
-            Ok(c.get_into(&bucket, &key, buf).await?.size)
-        })
+        start_get(args, gantry::GetOptions::new(), Destination::Buffer(region), done, user_data, out_request)
     })
 }
 
@@ -150,19 +146,14 @@ pub unsafe extern "C" fn gantry_get_range_into_start(
 ) -> gantry_result {
     ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
+        let args = unsafe { object_args(client, bucket, key)? };
         if buf.is_null() || buf_len == 0 {
             return Err(Failure::Null("buf"));
         }
         let region = Region::new(buf, buf_len, "buf")?;
         let end = offset.checked_add(length).ok_or_else(|| Failure::Invalid("offset + length overflows".into()))?;
-        start_op(client, done, user_data, out_request, async move {
-            let region = region;
-            // SAFETY: the caller lends the region until the request ended (contract above).
-            let buf = unsafe { region.slice_mut() };
-            let info = c.get_range_into(&bucket, &key, offset..end, buf).await?;
-            Ok(end.min(info.size) - offset)
-        })
+        let options = gantry::GetOptions::new().range(offset..end);
+        start_get(args, options, Destination::Buffer(region), done, user_data, out_request)
     })
 }
 
@@ -185,11 +176,8 @@ pub unsafe extern "C" fn gantry_get_to_file_start(
 ) -> gantry_result {
     ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let (ObjectArgs { client, owned: c, bucket, key }, path) =
-            unsafe { (object_args(client, bucket, key)?, str_arg(path, "path")?.to_string()) };
-        start_op(client, done, user_data, out_request, async move {
-            Ok(c.download_to_file(&bucket, &key, &path).await?.size)
-        })
+        let (args, path) = unsafe { (object_args(client, bucket, key)?, str_arg(path, "path")?.to_string()) };
+        start_get(args, gantry::GetOptions::new(), Destination::File(path), done, user_data, out_request)
     })
 }
 
