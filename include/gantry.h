@@ -13,9 +13,9 @@
  *   gantry_config and gantry_error objects are plain values: not thread-safe, serialize.
  *
  * ASYNCHRONOUS CALLS (*_start, ABI 0.2)
- *   gantry_get_start (with gantry_get_options and a gantry_get_destination: memory or a file),
- *   gantry_get_into_start, gantry_get_range_into_start, gantry_get_to_file_start,
- *   gantry_put_buffer_start, gantry_put_file_start, gantry_head_object_start,
+ *   gantry_get_start (with gantry_get_options and a gantry_get_destination: memory or a file;
+ *   it replaces the deprecated gantry_get_into_start, gantry_get_range_into_start and
+ *   gantry_get_to_file_start, which still work), gantry_put_buffer_start, gantry_put_file_start, gantry_head_object_start,
  *   gantry_delete_object_start and gantry_get_stream_start return a gantry_request at once.
  *   The request runs as a task on the client's worker threads (no thread per request). Its
  *   done callback runs exactly once, last, on a worker thread; a stream's chunk callbacks run
@@ -1127,9 +1127,10 @@ gantry_result gantry_request_wait(const gantry_request *request, gantry_error **
 gantry_result gantry_request_cancel(const gantry_request *request);
 
 /*
- The size result of a request that ended successfully: the object's size for
- `gantry_get_into_start`, `gantry_get_to_file_start` and `gantry_head_object_start`; the
- bytes written for `gantry_get_range_into_start`; the bytes sent for the put calls; the
+ The size result of a request that ended successfully: the bytes written for
+ `gantry_get_start` (the object's size, or the range's bytes up to the object's end); the
+ object's size for `gantry_get_into_start`, `gantry_get_to_file_start` and
+ `gantry_head_object_start`; the bytes written for `gantry_get_range_into_start`; the bytes sent for the put calls; the
  bytes delivered for streams (`gantry_get_async`, `gantry_get_stream_start`); 0 otherwise.
  GANTRY_RESULT_INVALID_STATE while the request runs.
 
@@ -1168,6 +1169,8 @@ gantry_result gantry_request_open_window(const gantry_request *request, uint64_t
 void gantry_request_free(gantry_request *request);
 
 /*
+ Deprecated: `gantry_get_start` with a BUFFER destination and NULL options does the same.
+
  Starts downloading bucket/key into `buf` (`buf_len` bytes) with parallel ranged GETs; the
  request's size is the object's size. A buffer smaller than the object fails with
  GANTRY_RESULT_INVALID_ARGUMENT before any byte is written. `buf` must stay valid and
@@ -1179,6 +1182,7 @@ void gantry_request_free(gantry_request *request);
  `buf_len` writable bytes (may be NULL when `buf_len` is 0); `user_data` as for
  `gantry_get_stream_start`.
  */
+GANTRY_DEPRECATED("use gantry_get_start")
 gantry_result gantry_get_into_start(const gantry_client *client,
                                     const char *bucket,
                                     const char *key,
@@ -1190,6 +1194,9 @@ gantry_result gantry_get_into_start(const gantry_client *client,
                                     gantry_error **out_err);
 
 /*
+ Deprecated: `gantry_get_start` with a BUFFER destination and a range in its options does
+ the same.
+
  Starts downloading `length` bytes of bucket/key from `offset` into `buf` (`buf_len` >=
  `length`); the request's size is the bytes written (a range past the end of the object is
  cut there; one starting at or past the end fails with HTTP 416, "InvalidRange"). `buf` is
@@ -1198,6 +1205,7 @@ gantry_result gantry_get_into_start(const gantry_client *client,
  # Safety
  As for `gantry_get_into_start`; `buf` is not NULL.
  */
+GANTRY_DEPRECATED("use gantry_get_start")
 gantry_result gantry_get_range_into_start(const gantry_client *client,
                                           const char *bucket,
                                           const char *key,
@@ -1211,6 +1219,8 @@ gantry_result gantry_get_range_into_start(const gantry_client *client,
                                           gantry_error **out_err);
 
 /*
+ Deprecated: `gantry_get_start` with a FILE destination and NULL options does the same.
+
  Starts downloading bucket/key into the file at `path` (a temporary file in the same
  directory, renamed over `path` only on success; an existing device or FIFO such as
  `/dev/null` is written in order instead); the request's size is the object's size.
@@ -1218,6 +1228,7 @@ gantry_result gantry_get_range_into_start(const gantry_client *client,
  # Safety
  `client` is live and outlives the request; strings are NUL-terminated (copied).
  */
+GANTRY_DEPRECATED("use gantry_get_start")
 gantry_result gantry_get_to_file_start(const gantry_client *client,
                                        const char *bucket,
                                        const char *key,

@@ -93,6 +93,8 @@ async fn record_size(
     Ok(())
 }
 
+/// Deprecated: `gantry_get_start` with a BUFFER destination and NULL options does the same.
+///
 /// Starts downloading bucket/key into `buf` (`buf_len` bytes) with parallel ranged GETs; the
 /// request's size is the object's size. A buffer smaller than the object fails with
 /// GANTRY_RESULT_INVALID_ARGUMENT before any byte is written. `buf` must stay valid and
@@ -104,6 +106,7 @@ async fn record_size(
 /// `buf_len` writable bytes (may be NULL when `buf_len` is 0); `user_data` as for
 /// `gantry_get_stream_start`.
 #[no_mangle]
+#[deprecated(note = "use gantry_get_start")]
 pub unsafe extern "C" fn gantry_get_into_start(
     client: *const gantry_client,
     bucket: *const c_char,
@@ -123,6 +126,9 @@ pub unsafe extern "C" fn gantry_get_into_start(
     })
 }
 
+/// Deprecated: `gantry_get_start` with a BUFFER destination and a range in its options does
+/// the same.
+///
 /// Starts downloading `length` bytes of bucket/key from `offset` into `buf` (`buf_len` >=
 /// `length`); the request's size is the bytes written (a range past the end of the object is
 /// cut there; one starting at or past the end fails with HTTP 416, "InvalidRange"). `buf` is
@@ -131,6 +137,7 @@ pub unsafe extern "C" fn gantry_get_into_start(
 /// # Safety
 /// As for `gantry_get_into_start`; `buf` is not NULL.
 #[no_mangle]
+#[deprecated(note = "use gantry_get_start")]
 pub unsafe extern "C" fn gantry_get_range_into_start(
     client: *const gantry_client,
     bucket: *const c_char,
@@ -157,6 +164,8 @@ pub unsafe extern "C" fn gantry_get_range_into_start(
     })
 }
 
+/// Deprecated: `gantry_get_start` with a FILE destination and NULL options does the same.
+///
 /// Starts downloading bucket/key into the file at `path` (a temporary file in the same
 /// directory, renamed over `path` only on success; an existing device or FIFO such as
 /// `/dev/null` is written in order instead); the request's size is the object's size.
@@ -164,6 +173,7 @@ pub unsafe extern "C" fn gantry_get_range_into_start(
 /// # Safety
 /// `client` is live and outlives the request; strings are NUL-terminated (copied).
 #[no_mangle]
+#[deprecated(note = "use gantry_get_start")]
 pub unsafe extern "C" fn gantry_get_to_file_start(
     client: *const gantry_client,
     bucket: *const c_char,
