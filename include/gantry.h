@@ -13,8 +13,9 @@
  *   gantry_config and gantry_error objects are plain values: not thread-safe, serialize.
  *
  * ASYNCHRONOUS CALLS (*_start, ABI 0.2)
- *   gantry_get_into_start, gantry_get_range_into_start, gantry_get_to_file_start,
- *   gantry_put_buffer_start, gantry_put_file_start, gantry_head_object_start,
+ *   gantry_get_start (with gantry_get_options and a gantry_get_destination: memory or a file;
+ *   it replaces the deprecated gantry_get_into_start, gantry_get_range_into_start and
+ *   gantry_get_to_file_start, which still work), gantry_put_buffer_start, gantry_put_file_start, gantry_head_object_start,
  *   gantry_delete_object_start and gantry_get_stream_start return a gantry_request at once.
  *   The request runs as a task on the client's worker threads (no thread per request). Its
  *   done callback runs exactly once, last, on a worker thread; a stream's chunk callbacks run
@@ -62,6 +63,9 @@
  *   may be freed. Strings passed in are borrowed for the duration of the call. Strings
  *   returned by accessors are owned by the object they come from and valid until it is
  *   freed. Out-parameters are written only on success (out_err only on failure).
+ *   Options structs (gantry_get_options) are size-prefixed plain values: the caller owns
+ *   them, sets struct_size = sizeof(...) (or calls their _init), and the library reads them,
+ *   copying their strings, during the call only; fields past struct_size take their defaults.
  *
  * ERRORS
  *   Every function returns a gantry_result. When it is not GANTRY_RESULT_OK and out_err is
@@ -203,7 +207,51 @@ typedef enum {
    upload's checksum). No corrupted byte was reported as a success.
    */
   GANTRY_RESULT_CHECKSUM_MISMATCH = 19,
+  /*
+   The object's ETag is not the one given as `if_match` in `gantry_get_options` (HTTP
+   412): not the version the caller expected. Final.
+   */
+  GANTRY_RESULT_PRECONDITION_FAILED = 20,
+  /*
+   The object still has the ETag given as `if_none_match` in `gantry_get_options` (HTTP
+   304): the caller's copy is current. Final; nothing was written.
+   */
+  GANTRY_RESULT_NOT_MODIFIED = 21,
 } gantry_result;
+
+/*
+ Whether a download checks its bytes against the object's stored checksum (the engine's
+ `DownloadChecksum`).
+ */
+typedef enum {
+  /*
+   As the client is configured (`verify_downloads`, on by default). The default.
+   */
+  GANTRY_DOWNLOAD_CHECKSUM_FROM_CONFIG = 0,
+  /*
+   Verify, whatever the client's setting.
+   */
+  GANTRY_DOWNLOAD_CHECKSUM_VERIFY = 1,
+  /*
+   Neither ask for the checksum nor check it.
+   */
+  GANTRY_DOWNLOAD_CHECKSUM_SKIP = 2,
+} gantry_download_checksum;
+
+/*
+ Where a download's bytes go.
+ */
+typedef enum {
+  /*
+   Caller memory: `buf`, `buf_len` (the bytes land at its start, straight from the
+   network buffers).
+   */
+  GANTRY_GET_DESTINATION_BUFFER = 0,
+  /*
+   The file at `path`.
+   */
+  GANTRY_GET_DESTINATION_FILE = 1,
+} gantry_get_destination_kind;
 
 /*
  A piece of a downloaded object in the engine's network buffer. Lent to a chunk callback
@@ -285,6 +333,106 @@ typedef int32_t (*gantry_credentials_fn)(void *user_data, gantry_credentials_out
  Gives `user_data` back to its owner once gantry holds no more reference to it.
  */
 typedef void (*gantry_user_data_free_fn)(void *user_data);
+
+/*
+ Settings of one download (the engine's `GetOptions`): a plain value the caller owns,
+ read during the `gantry_get_start` / `gantry_get` call only (its strings are copied), so it
+ may live on the stack and be reused or freed as soon as the call returned.
+
+ Size-prefixed: set `struct_size = sizeof(gantry_get_options)` (gantry_get_options_init
+ does, and fills the defaults). Fields lying beyond `struct_size` are not read and take
+ their defaults, so a caller built against an older, smaller struct keeps working when
+ fields are added at the end. Every default is zero (0, false, NULL), so a zeroed struct
+ with `struct_size` set is the defaults too. A larger `struct_size` than the library knows
+ is accepted when the unknown bytes are all zero, and is GANTRY_RESULT_INVALID_ARGUMENT
+ otherwise (an option this library cannot apply is never ignored silently).
+ */
+typedef struct {
+  /*
+   sizeof(gantry_get_options) as the caller was compiled: the first field, always read.
+   */
+  size_t struct_size;
+  /*
+   Whether to read bytes [range_start, range_end) instead of the whole object.
+   */
+  bool has_range;
+  /*
+   First byte of the range (has_range only).
+   */
+  uint64_t range_start;
+  /*
+   One past the last byte of the range (exclusive, has_range only; must be greater than
+   range_start). A range reaching past the end of the object is cut there (UINT64_MAX:
+   to the end; not with a buffer destination, which must hold range_end - range_start
+   bytes); one starting at or past the end fails with HTTP 416 ("InvalidRange"). A
+   ranged read is not checksum-verified (S3 sends no checksum for it).
+   */
+  uint64_t range_end;
+  /*
+   Read only if the object's ETag is this one (If-Match, with its quotes as S3 returns
+   it); otherwise GANTRY_RESULT_PRECONDITION_FAILED (HTTP 412) before any byte. NULL: no
+   condition. Copied during the call.
+   */
+  const char *if_match;
+  /*
+   Read only if the object's ETag is not this one (If-None-Match); a match fails with
+   GANTRY_RESULT_NOT_MODIFIED (HTTP 304): the caller's copy is current. NULL: no
+   condition. Copied during the call.
+   */
+  const char *if_none_match;
+  /*
+   A version of a versioned object (versionId); NULL reads the current version. Copied
+   during the call.
+   */
+  const char *version_id;
+  /*
+   Whether the bytes are verified against the stored checksum.
+   */
+  gantry_download_checksum checksum;
+  /*
+   Size of the ranged part requests; 0 uses the client's part_size.
+   */
+  uint64_t part_size_bytes;
+} gantry_get_options;
+
+/*
+ The destination of `gantry_get_start` / `gantry_get`: `kind` says which of the other
+ fields are read (the others are ignored). A plain value the caller owns, read during the
+ call only (`path` is copied). A kind added later may add fields at the end, read only for
+ that kind, so a caller's struct never needs to grow for the kinds it uses. In-order
+ streams with callbacks stay with `gantry_get_stream_start`.
+ */
+typedef struct {
+  /*
+   Which destination (a gantry_get_destination_kind).
+   */
+  gantry_get_destination_kind kind;
+  /*
+   BUFFER: where the bytes go, starting at the object's first byte (or range_start). Must
+   stay valid and untouched by the caller until the request ended (done was called, or
+   wait returned; for gantry_get, until it returned). May be NULL when buf_len is 0.
+   */
+  void *buf;
+  /*
+   BUFFER: the bytes writable at buf: at least the object's size, or range_end -
+   range_start with a range; a smaller buffer fails with GANTRY_RESULT_INVALID_ARGUMENT
+   before any byte is written.
+   */
+  size_t buf_len;
+  /*
+   FILE: the path, NUL-terminated (copied during the call). The bytes go to a temporary
+   file in the same directory renamed over `path` only on success (a range is written at
+   the start of the file); an existing device or FIFO such as /dev/null is written in
+   order instead.
+   */
+  const char *path;
+} gantry_get_destination;
+
+/*
+ Called exactly once when the request ends, with its result and, on failure, the error
+ (lent for the call; do not free it). Called before `gantry_request_wait` returns.
+ */
+typedef void (*gantry_done_fn)(void *user_data, gantry_result result, const gantry_error *err);
 
 /*
  A copy of a client's counters (all since the client was created).
@@ -447,12 +595,6 @@ typedef struct {
    */
   uint64_t connect_errors;
 } gantry_lane_metrics;
-
-/*
- Called exactly once when the request ends, with its result and, on failure, the error
- (lent for the call; do not free it). Called before `gantry_request_wait` returns.
- */
-typedef void (*gantry_done_fn)(void *user_data, gantry_result result, const gantry_error *err);
 
 /*
  Receives the object's bytes in order. `data` is lent for the duration of the call only
@@ -812,6 +954,62 @@ bool gantry_error_retryable(const gantry_error *err);
 void gantry_error_free(gantry_error *err);
 
 /*
+ Fills `*options` with the defaults (the whole current object, the client's settings) and
+ sets its `struct_size`. Returns GANTRY_RESULT_NULL_PARAMETER for NULL.
+
+ # Safety
+ `options` is NULL or points to a writable `gantry_get_options`.
+ */
+gantry_result gantry_get_options_init(gantry_get_options *options);
+
+/*
+ Starts downloading what `options` select of bucket/key (NULL options: the whole current
+ object with the client's settings) into `destination`, with parallel ranged GETs on the
+ client's workers. The request's size is the bytes written: the object's size, or with a
+ range min(range_end, size) - range_start. `done` (may be NULL) runs once on a worker
+ thread. `options` and `destination` are read during the call only (strings copied); a
+ buffer destination's memory is lent until the request ended.
+
+ Results (from the call, or the request's wait/done): GANTRY_RESULT_PRECONDITION_FAILED
+ when if_match does not match (HTTP 412), GANTRY_RESULT_NOT_MODIFIED when if_none_match
+ does (HTTP 304), GANTRY_RESULT_INVALID_ARGUMENT for a bad options struct or destination
+ (struct_size too small, an empty range, an unknown kind or checksum mode) or a buffer too
+ small, GANTRY_RESULT_NULL_PARAMETER for a NULL client, bucket, key, destination,
+ out_request, or destination->path of a FILE.
+
+ # Safety
+ `client` is live and outlives the request; strings are NUL-terminated; `options` is NULL
+ or points to `options->struct_size` readable bytes; `destination` points to a readable
+ `gantry_get_destination` valid for its kind; `user_data` as for `gantry_get_stream_start`.
+ */
+gantry_result gantry_get_start(const gantry_client *client,
+                               const char *bucket,
+                               const char *key,
+                               const gantry_get_options *options,
+                               const gantry_get_destination *destination,
+                               gantry_done_fn done,
+                               void *user_data,
+                               gantry_request **out_request,
+                               gantry_error **out_err);
+
+/*
+ Downloads what `options` select of bucket/key (NULL: the defaults) into `destination`:
+ `gantry_get_start` plus a wait. Writes the bytes written to `*out_size` (may be NULL). A
+ buffer destination is borrowed for the call. Fails with GANTRY_RESULT_INVALID_STATE in a
+ callback of a `*_start` request.
+
+ # Safety
+ As for `gantry_get_start`.
+ */
+gantry_result gantry_get(const gantry_client *client,
+                         const char *bucket,
+                         const char *key,
+                         const gantry_get_options *options,
+                         const gantry_get_destination *destination,
+                         uint64_t *out_size,
+                         gantry_error **out_err);
+
+/*
  Lists one page of keys in `bucket`. `prefix` and `continuation_token` may be NULL;
  `max_keys` 0 means the server's default (1,000). Pass the previous page's
  `gantry_list_page_next_token` to continue; it is NULL on the last page.
@@ -929,9 +1127,10 @@ gantry_result gantry_request_wait(const gantry_request *request, gantry_error **
 gantry_result gantry_request_cancel(const gantry_request *request);
 
 /*
- The size result of a request that ended successfully: the object's size for
- `gantry_get_into_start`, `gantry_get_to_file_start` and `gantry_head_object_start`; the
- bytes written for `gantry_get_range_into_start`; the bytes sent for the put calls; the
+ The size result of a request that ended successfully: the bytes written for
+ `gantry_get_start` (the object's size, or the range's bytes up to the object's end); the
+ object's size for `gantry_get_into_start`, `gantry_get_to_file_start` and
+ `gantry_head_object_start`; the bytes written for `gantry_get_range_into_start`; the bytes sent for the put calls; the
  bytes delivered for streams (`gantry_get_async`, `gantry_get_stream_start`); 0 otherwise.
  GANTRY_RESULT_INVALID_STATE while the request runs.
 
@@ -970,6 +1169,8 @@ gantry_result gantry_request_open_window(const gantry_request *request, uint64_t
 void gantry_request_free(gantry_request *request);
 
 /*
+ Deprecated: `gantry_get_start` with a BUFFER destination and NULL options does the same.
+
  Starts downloading bucket/key into `buf` (`buf_len` bytes) with parallel ranged GETs; the
  request's size is the object's size. A buffer smaller than the object fails with
  GANTRY_RESULT_INVALID_ARGUMENT before any byte is written. `buf` must stay valid and
@@ -981,6 +1182,7 @@ void gantry_request_free(gantry_request *request);
  `buf_len` writable bytes (may be NULL when `buf_len` is 0); `user_data` as for
  `gantry_get_stream_start`.
  */
+GANTRY_DEPRECATED("use gantry_get_start")
 gantry_result gantry_get_into_start(const gantry_client *client,
                                     const char *bucket,
                                     const char *key,
@@ -992,6 +1194,9 @@ gantry_result gantry_get_into_start(const gantry_client *client,
                                     gantry_error **out_err);
 
 /*
+ Deprecated: `gantry_get_start` with a BUFFER destination and a range in its options does
+ the same.
+
  Starts downloading `length` bytes of bucket/key from `offset` into `buf` (`buf_len` >=
  `length`); the request's size is the bytes written (a range past the end of the object is
  cut there; one starting at or past the end fails with HTTP 416, "InvalidRange"). `buf` is
@@ -1000,6 +1205,7 @@ gantry_result gantry_get_into_start(const gantry_client *client,
  # Safety
  As for `gantry_get_into_start`; `buf` is not NULL.
  */
+GANTRY_DEPRECATED("use gantry_get_start")
 gantry_result gantry_get_range_into_start(const gantry_client *client,
                                           const char *bucket,
                                           const char *key,
@@ -1013,6 +1219,8 @@ gantry_result gantry_get_range_into_start(const gantry_client *client,
                                           gantry_error **out_err);
 
 /*
+ Deprecated: `gantry_get_start` with a FILE destination and NULL options does the same.
+
  Starts downloading bucket/key into the file at `path` (a temporary file in the same
  directory, renamed over `path` only on success; an existing device or FIFO such as
  `/dev/null` is written in order instead); the request's size is the object's size.
@@ -1020,6 +1228,7 @@ gantry_result gantry_get_range_into_start(const gantry_client *client,
  # Safety
  `client` is live and outlives the request; strings are NUL-terminated (copied).
  */
+GANTRY_DEPRECATED("use gantry_get_start")
 gantry_result gantry_get_to_file_start(const gantry_client *client,
                                        const char *bucket,
                                        const char *key,

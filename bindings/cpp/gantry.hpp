@@ -248,6 +248,70 @@ private:
 /// No read window: a stream hands over chunks as fast as they arrive.
 inline constexpr uint64_t unlimited_window = UINT64_MAX;
 
+/// Settings of one download (Rust's gantry::GetOptions), built with chained setters:
+/// `GetOptions().range(0, 1024).if_match(etag)`. Owns its strings; the C struct it becomes is
+/// read (strings copied) during the call only, so a GetOptions may be reused or destroyed as
+/// soon as the call returned, also while the request it started runs.
+class GetOptions {
+public:
+    /// Bytes [start, end) (end exclusive; cut at the end of the object).
+    GetOptions &range(uint64_t start, uint64_t end) {
+        has_range_ = true;
+        range_start_ = start;
+        range_end_ = end;
+        return *this;
+    }
+    /// Read only if the object's ETag is this one (with its quotes); otherwise the call throws
+    /// with GANTRY_RESULT_PRECONDITION_FAILED (HTTP 412).
+    GetOptions &if_match(std::string etag) {
+        if_match_ = std::move(etag);
+        return *this;
+    }
+    /// Read only if the object's ETag is not this one; a match throws with
+    /// GANTRY_RESULT_NOT_MODIFIED (HTTP 304).
+    GetOptions &if_none_match(std::string etag) {
+        if_none_match_ = std::move(etag);
+        return *this;
+    }
+    GetOptions &version_id(std::string version) {
+        version_id_ = std::move(version);
+        return *this;
+    }
+    GetOptions &checksum(gantry_download_checksum mode) {
+        checksum_ = mode;
+        return *this;
+    }
+    /// Size of the part requests; 0 uses the client's part_size.
+    GetOptions &part_size_bytes(uint64_t bytes) {
+        part_size_bytes_ = bytes;
+        return *this;
+    }
+    /// The C struct; its strings point into this object (valid while it lives unchanged).
+    [[nodiscard]] gantry_get_options c_options() const noexcept {
+        gantry_get_options o;
+        gantry_get_options_init(&o);
+        o.has_range = has_range_;
+        o.range_start = range_start_;
+        o.range_end = range_end_;
+        o.if_match = if_match_ ? if_match_->c_str() : nullptr;
+        o.if_none_match = if_none_match_ ? if_none_match_->c_str() : nullptr;
+        o.version_id = version_id_ ? version_id_->c_str() : nullptr;
+        o.checksum = checksum_;
+        o.part_size_bytes = part_size_bytes_;
+        return o;
+    }
+
+private:
+    bool has_range_ = false;
+    uint64_t range_start_ = 0;
+    uint64_t range_end_ = 0;
+    std::optional<std::string> if_match_;
+    std::optional<std::string> if_none_match_;
+    std::optional<std::string> version_id_;
+    gantry_download_checksum checksum_ = GANTRY_DOWNLOAD_CHECKSUM_FROM_CONFIG;
+    uint64_t part_size_bytes_ = 0;
+};
+
 /// A client: safe to share across threads (use it through a reference or shared_ptr).
 class Client {
 public:
@@ -285,6 +349,27 @@ public:
         gantry_error *err = nullptr;
         detail::check(gantry_get_to_file(ptr_.get(), bucket.c_str(), key.c_str(), path.c_str(), &size, &err), err);
         return size;
+    }
+    /// Downloads what `options` select into caller memory (a range lands at the start of
+    /// `buf`, which must hold the whole object or the whole range); returns the bytes written.
+    uint64_t get_into_with(const std::string &bucket, const std::string &key, const GetOptions &options, void *buf,
+                           size_t len) const {
+        gantry_get_destination dest{GANTRY_GET_DESTINATION_BUFFER, buf, len, nullptr};
+        return run_get(bucket, key, options, dest);
+    }
+    /// Downloads what `options` select into the file at `path` (renamed into place on
+    /// success); returns the bytes written.
+    uint64_t get_to_file_with(const std::string &bucket, const std::string &key, const GetOptions &options,
+                              const std::string &path) const {
+        gantry_get_destination dest{GANTRY_GET_DESTINATION_FILE, nullptr, 0, path.c_str()};
+        return run_get(bucket, key, options, dest);
+    }
+    /// Starts get_into_with on the workers; `buf` is in use until the Request ended. wait()
+    /// returns the bytes written.
+    [[nodiscard]] Request get_into_with_async(const std::string &bucket, const std::string &key,
+                                              const GetOptions &options, void *buf, size_t len) const {
+        gantry_get_destination dest{GANTRY_GET_DESTINATION_BUFFER, buf, len, nullptr};
+        return start_get(bucket, key, &options, dest);
     }
     void put(const std::string &bucket, const std::string &key, const void *data, size_t len) const {
         gantry_error *err = nullptr;
@@ -328,22 +413,20 @@ public:
     /// is in use until the Request ended. wait() returns the object's size.
     [[nodiscard]] Request get_into_async(const std::string &bucket, const std::string &key, void *buf,
                                          size_t len) const {
-        gantry_request *raw = nullptr;
-        gantry_error *err = nullptr;
-        detail::check(gantry_get_into_start(ptr_.get(), bucket.c_str(), key.c_str(), static_cast<uint8_t *>(buf), len,
-                                            nullptr, nullptr, &raw, &err),
-                      err);
-        return Request(raw, nullptr);
+        gantry_get_destination dest{GANTRY_GET_DESTINATION_BUFFER, buf, len, nullptr};
+        return start_get(bucket, key, nullptr, dest);
     }
     /// Starts a range download into caller memory; wait() returns the bytes written.
     [[nodiscard]] Request get_range_into_async(const std::string &bucket, const std::string &key, uint64_t offset,
                                                void *buf, size_t len) const {
-        gantry_request *raw = nullptr;
-        gantry_error *err = nullptr;
-        detail::check(gantry_get_range_into_start(ptr_.get(), bucket.c_str(), key.c_str(), offset, len,
-                                                  static_cast<uint8_t *>(buf), len, nullptr, nullptr, &raw, &err),
-                      err);
-        return Request(raw, nullptr);
+        if (buf == nullptr || len == 0) {
+            // As gantry_get_range_into_start answers an empty buffer.
+            throw Error(GANTRY_RESULT_NULL_PARAMETER, "buf must not be NULL", 0, "", "", false);
+        }
+        gantry_get_destination dest{GANTRY_GET_DESTINATION_BUFFER, buf, len, nullptr};
+        GetOptions options;
+        options.range(offset, offset + len);
+        return start_get(bucket, key, &options, dest);
     }
     /// Starts an upload of caller memory without a copy; `data` must stay valid and unchanged
     /// until the Request ended.
@@ -395,6 +478,25 @@ public:
     }
 
 private:
+    uint64_t run_get(const std::string &bucket, const std::string &key, const GetOptions &options,
+                     const gantry_get_destination &dest) const {
+        gantry_get_options o = options.c_options();
+        uint64_t size = 0;
+        gantry_error *err = nullptr;
+        detail::check(gantry_get(ptr_.get(), bucket.c_str(), key.c_str(), &o, &dest, &size, &err), err);
+        return size;
+    }
+    Request start_get(const std::string &bucket, const std::string &key, const GetOptions *options,
+                      const gantry_get_destination &dest) const {
+        gantry_get_options o{};
+        if (options != nullptr) o = options->c_options();
+        gantry_request *raw = nullptr;
+        gantry_error *err = nullptr;
+        detail::check(gantry_get_start(ptr_.get(), bucket.c_str(), key.c_str(), options ? &o : nullptr, &dest, nullptr,
+                                       nullptr, &raw, &err),
+                      err);
+        return Request(raw, nullptr);
+    }
     static int32_t on_chunk(void *user, const uint8_t *data, size_t len, uint64_t offset, const gantry_chunk *raw) {
         try {
             return (*static_cast<ChunkHandler *>(user))(Chunk{data, len, offset, raw}) ? 0 : 1;

@@ -44,6 +44,10 @@ const (
 	CodeInternal        Code = C.GANTRY_RESULT_INTERNAL
 	CodeInvalidState    Code = C.GANTRY_RESULT_INVALID_STATE
 	CodeChecksum        Code = C.GANTRY_RESULT_CHECKSUM_MISMATCH
+	// CodePreconditionFailed: the object's ETag is not GetOptions.IfMatch (HTTP 412).
+	CodePreconditionFailed Code = C.GANTRY_RESULT_PRECONDITION_FAILED
+	// CodeNotModified: the object still has the ETag GetOptions.IfNoneMatch names (HTTP 304).
+	CodeNotModified Code = C.GANTRY_RESULT_NOT_MODIFIED
 )
 
 // Error is a failed call with the server's metadata.
@@ -271,11 +275,14 @@ func bytePtr(b []byte) *C.uint8_t {
 // stops the download (an *Error with CodeCancelled that wraps ctx.Err()); buf is not written
 // after GetInto returned.
 func (c *Client) GetInto(ctx context.Context, bucket, key string, buf []byte) (int64, error) {
-	s, free := cstrings(bucket, key)
-	defer free()
-	return c.request(ctx, buf, func(p *C.gantry_client, req **C.gantry_request, cerr **C.gantry_error) C.gantry_result {
-		return C.gantry_get_into_start(p, s[0], s[1], bytePtr(buf), C.size_t(len(buf)), nil, nil, req, cerr)
-	})
+	return c.get(ctx, bucket, key, nil, buf, nil)
+}
+
+// GetIntoWith downloads what opts select of bucket/key (nil: as GetInto) into the start of
+// buf and returns the bytes written: the object's size, or with a range
+// min(Range.End, size) - Range.Start. buf must hold the whole object or the whole range.
+func (c *Client) GetIntoWith(ctx context.Context, bucket, key string, opts *GetOptions, buf []byte) (int64, error) {
+	return c.get(ctx, bucket, key, opts, buf, nil)
 }
 
 // GetRange downloads up to len(buf) bytes of bucket/key starting at offset into buf and
@@ -285,12 +292,8 @@ func (c *Client) GetRange(ctx context.Context, bucket, key string, offset int64,
 	if len(buf) == 0 {
 		return 0, nil
 	}
-	s, free := cstrings(bucket, key)
-	defer free()
-	return c.request(ctx, buf, func(p *C.gantry_client, req **C.gantry_request, cerr **C.gantry_error) C.gantry_result {
-		return C.gantry_get_range_into_start(p, s[0], s[1], C.uint64_t(offset), C.uint64_t(len(buf)), bytePtr(buf),
-			C.size_t(len(buf)), nil, nil, req, cerr)
-	})
+	opts := &GetOptions{Range: &ByteRange{Start: offset, End: offset + int64(len(buf))}}
+	return c.get(ctx, bucket, key, opts, buf, nil)
 }
 
 // Get downloads the whole object into memory with GET requests only: a missing key is
@@ -309,10 +312,100 @@ func (c *Client) Get(ctx context.Context, bucket, key string) ([]byte, error) {
 // GetToFile downloads bucket/key into the file at path (atomically renamed on success; a
 // cancelled or failed download leaves no file at path).
 func (c *Client) GetToFile(ctx context.Context, bucket, key, path string) (int64, error) {
-	s, free := cstrings(bucket, key, path)
+	return c.get(ctx, bucket, key, nil, nil, &path)
+}
+
+// GetToFileWith downloads what opts select of bucket/key (nil: as GetToFile) into the file at
+// path (a range is written at the start of the file) and returns the bytes written.
+func (c *Client) GetToFileWith(ctx context.Context, bucket, key string, opts *GetOptions, path string) (int64, error) {
+	return c.get(ctx, bucket, key, opts, nil, &path)
+}
+
+// DownloadChecksum says whether a download checks its bytes against the object's stored
+// checksum (gantry_download_checksum).
+type DownloadChecksum int
+
+// Checksum modes of GetOptions.
+const (
+	// DownloadChecksumFromConfig follows the client's verify_downloads setting (the default).
+	DownloadChecksumFromConfig DownloadChecksum = C.GANTRY_DOWNLOAD_CHECKSUM_FROM_CONFIG
+	// DownloadChecksumVerify verifies whatever the client's setting.
+	DownloadChecksumVerify DownloadChecksum = C.GANTRY_DOWNLOAD_CHECKSUM_VERIFY
+	// DownloadChecksumSkip neither asks for the checksum nor checks it.
+	DownloadChecksumSkip DownloadChecksum = C.GANTRY_DOWNLOAD_CHECKSUM_SKIP
+)
+
+// ByteRange is bytes [Start, End) of an object (End exclusive; a range reaching past the end
+// of the object is cut there).
+type ByteRange struct {
+	Start, End int64
+}
+
+// GetOptions are the settings of one download (gantry_get_options); the zero value reads the
+// whole current object with the client's settings.
+type GetOptions struct {
+	// Range reads only these bytes; nil reads the whole object.
+	Range *ByteRange
+	// IfMatch reads only if the object's ETag is this one (with its quotes); otherwise the
+	// download fails with CodePreconditionFailed (HTTP 412) before any byte. "": no condition.
+	IfMatch string
+	// IfNoneMatch reads only if the object's ETag is not this one; a match fails with
+	// CodeNotModified (HTTP 304). "": no condition.
+	IfNoneMatch string
+	// VersionID reads this version of a versioned object; "": the current one.
+	VersionID string
+	// Checksum says whether the bytes are verified.
+	Checksum DownloadChecksum
+	// PartSizeBytes is the size of the part requests; 0 uses the client's part_size.
+	PartSizeBytes int64
+}
+
+// get runs gantry_get_start with opts (nil: defaults) into buf, or into the file at *path
+// when path is not nil.
+func (c *Client) get(ctx context.Context, bucket, key string, opts *GetOptions, buf []byte, path *string) (int64, error) {
+	strs := []string{bucket, key, "", "", "", ""}
+	if path != nil {
+		strs[2] = *path
+	}
+	if opts != nil {
+		strs[3], strs[4], strs[5] = opts.IfMatch, opts.IfNoneMatch, opts.VersionID
+	}
+	s, free := cstrings(strs...)
 	defer free()
-	return c.request(ctx, nil, func(p *C.gantry_client, req **C.gantry_request, cerr **C.gantry_error) C.gantry_result {
-		return C.gantry_get_to_file_start(p, s[0], s[1], s[2], nil, nil, req, cerr)
+	// C memory: the structs hold a pinned Go pointer (buf) only for the call.
+	copts := (*C.gantry_get_options)(C.calloc(1, C.sizeof_gantry_get_options))
+	defer C.free(unsafe.Pointer(copts))
+	dest := (*C.gantry_get_destination)(C.calloc(1, C.sizeof_gantry_get_destination))
+	defer C.free(unsafe.Pointer(dest))
+	var optsArg *C.gantry_get_options
+	if opts != nil {
+		C.gantry_get_options_init(copts)
+		if r := opts.Range; r != nil {
+			copts.has_range = true
+			copts.range_start = C.uint64_t(r.Start)
+			copts.range_end = C.uint64_t(r.End)
+		}
+		for i, field := range []**C.char{&copts.if_match, &copts.if_none_match, &copts.version_id} {
+			if strs[3+i] != "" {
+				*field = s[3+i]
+			}
+		}
+		copts.checksum = C.gantry_download_checksum(opts.Checksum)
+		copts.part_size_bytes = C.uint64_t(opts.PartSizeBytes)
+		optsArg = copts
+	}
+	if path != nil {
+		dest.kind = C.GANTRY_GET_DESTINATION_FILE
+		dest.path = s[2]
+	} else {
+		dest.kind = C.GANTRY_GET_DESTINATION_BUFFER
+		dest.buf_len = C.size_t(len(buf))
+	}
+	return c.request(ctx, buf, func(p *C.gantry_client, req **C.gantry_request, cerr **C.gantry_error) C.gantry_result {
+		if path == nil {
+			dest.buf = unsafe.Pointer(bytePtr(buf))
+		}
+		return C.gantry_get_start(p, s[0], s[1], optsArg, dest, nil, nil, req, cerr)
 	})
 }
 

@@ -37,6 +37,7 @@ pub unsafe extern "C" fn gantry_get_into(
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
     ffi_fn!(blocking(out_err), || {
+        #[allow(deprecated)] // the blocking call stays its start twin plus a wait
         // SAFETY: the arguments are forwarded under the same contract; the call waits.
         let size = unsafe {
             wait_for(|req, err| gantry_get_into_start(client, bucket, key, buf, buf_len, None, null_mut(), req, err))
@@ -66,6 +67,7 @@ pub unsafe extern "C" fn gantry_get_range_into(
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
     ffi_fn!(blocking(out_err), || {
+        #[allow(deprecated)] // the blocking call stays its start twin plus a wait
         // SAFETY: the arguments are forwarded under the same contract; the call waits.
         let written = unsafe {
             wait_for(|req, err| {
@@ -105,6 +107,7 @@ pub unsafe extern "C" fn gantry_get_to_file(
     out_err: *mut *mut gantry_error,
 ) -> gantry_result {
     ffi_fn!(blocking(out_err), || {
+        #[allow(deprecated)] // the blocking call stays its start twin plus a wait
         // SAFETY: the arguments are forwarded under the same contract; the call waits.
         let size = unsafe {
             wait_for(|req, err| gantry_get_to_file_start(client, bucket, key, path, None, null_mut(), req, err))

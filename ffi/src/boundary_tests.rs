@@ -94,6 +94,9 @@ fn every_export_turns_a_panic_into_its_fallback() {
             gantry_get_range_into_start(c, s, s, 0, 0, null_mut(), 0, done, user, out, null_mut())
         });
         caught("gantry_get_to_file_start", PANIC, || gantry_get_to_file_start(c, s, s, s, done, user, out, null_mut()));
+        caught("gantry_get_options_init", PANIC, || gantry_get_options_init(null_mut()));
+        caught("gantry_get_start", PANIC, || gantry_get_start(c, s, s, null(), null(), done, user, out, null_mut()));
+        caught("gantry_get", PANIC, || gantry_get(c, s, s, null(), null(), null_mut(), null_mut()));
         caught("gantry_put_buffer_start", PANIC, || {
             gantry_put_buffer_start(c, s, s, null(), 0, done, user, out, null_mut())
         });

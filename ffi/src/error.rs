@@ -52,6 +52,12 @@ pub enum gantry_result {
     /// The bytes did not match their checksum after every retry (or the server rejected an
     /// upload's checksum). No corrupted byte was reported as a success.
     GANTRY_RESULT_CHECKSUM_MISMATCH = 19,
+    /// The object's ETag is not the one given as `if_match` in `gantry_get_options` (HTTP
+    /// 412): not the version the caller expected. Final.
+    GANTRY_RESULT_PRECONDITION_FAILED = 20,
+    /// The object still has the ETag given as `if_none_match` in `gantry_get_options` (HTTP
+    /// 304): the caller's copy is current. Final; nothing was written.
+    GANTRY_RESULT_NOT_MODIFIED = 21,
 }
 
 /// Details of a failed call: message, HTTP status, S3 error code and request id.
@@ -77,6 +83,8 @@ impl gantry_error {
             ErrorKind::NotFound => gantry_result::GANTRY_RESULT_NOT_FOUND,
             ErrorKind::AccessDenied => gantry_result::GANTRY_RESULT_ACCESS_DENIED,
             ErrorKind::ObjectChanged => gantry_result::GANTRY_RESULT_OBJECT_CHANGED,
+            ErrorKind::PreconditionFailed => gantry_result::GANTRY_RESULT_PRECONDITION_FAILED,
+            ErrorKind::NotModified => gantry_result::GANTRY_RESULT_NOT_MODIFIED,
             ErrorKind::ChecksumMismatch => gantry_result::GANTRY_RESULT_CHECKSUM_MISMATCH,
             ErrorKind::Throttled => gantry_result::GANTRY_RESULT_THROTTLED,
             ErrorKind::ServerError => gantry_result::GANTRY_RESULT_SERVER_ERROR,

@@ -293,9 +293,10 @@ pub unsafe extern "C" fn gantry_request_cancel(request: *const gantry_request) -
     })
 }
 
-/// The size result of a request that ended successfully: the object's size for
-/// `gantry_get_into_start`, `gantry_get_to_file_start` and `gantry_head_object_start`; the
-/// bytes written for `gantry_get_range_into_start`; the bytes sent for the put calls; the
+/// The size result of a request that ended successfully: the bytes written for
+/// `gantry_get_start` (the object's size, or the range's bytes up to the object's end); the
+/// object's size for `gantry_get_into_start`, `gantry_get_to_file_start` and
+/// `gantry_head_object_start`; the bytes written for `gantry_get_range_into_start`; the bytes sent for the put calls; the
 /// bytes delivered for streams (`gantry_get_async`, `gantry_get_stream_start`); 0 otherwise.
 /// GANTRY_RESULT_INVALID_STATE while the request runs.
 ///

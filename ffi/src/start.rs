@@ -10,12 +10,13 @@ use futures::channel::oneshot;
 
 use crate::client::{client_arg, gantry_client};
 use crate::error::{gantry_error, gantry_result};
+use crate::get::{start_get, Destination};
 use crate::guard::{str_arg, Failure};
 use crate::request::{gantry_done_fn, gantry_request, start, Runner, Shared};
 
 /// Caller memory a running request writes into or reads from.
 #[derive(Clone, Copy)]
-struct Region {
+pub(crate) struct Region {
     ptr: *mut u8,
     len: usize,
 }
@@ -25,7 +26,7 @@ struct Region {
 unsafe impl Send for Region {}
 
 impl Region {
-    fn new(ptr: *mut u8, len: usize, what: &'static str) -> Result<Region, Failure> {
+    pub(crate) fn new(ptr: *mut u8, len: usize, what: &'static str) -> Result<Region, Failure> {
         if ptr.is_null() && len > 0 {
             return Err(Failure::Null(what));
         }
@@ -34,7 +35,7 @@ impl Region {
 
     /// # Safety
     /// The region is valid and not used by anyone else while the slice lives.
-    unsafe fn slice_mut<'a>(self) -> &'a mut [u8] {
+    pub(crate) unsafe fn slice_mut<'a>(self) -> &'a mut [u8] {
         if self.len == 0 {
             return &mut [];
         }
@@ -68,7 +69,7 @@ pub(crate) unsafe fn object_args<'a>(
 }
 
 /// Starts `op` on the workers with no read window; `op` returns the request's size result.
-fn start_op<F>(
+pub(crate) fn start_op<F>(
     client: &gantry::Client,
     done: gantry_done_fn,
     user_data: *mut c_void,
@@ -92,6 +93,8 @@ async fn record_size(
     Ok(())
 }
 
+/// Deprecated: `gantry_get_start` with a BUFFER destination and NULL options does the same.
+///
 /// Starts downloading bucket/key into `buf` (`buf_len` bytes) with parallel ranged GETs; the
 /// request's size is the object's size. A buffer smaller than the object fails with
 /// GANTRY_RESULT_INVALID_ARGUMENT before any byte is written. `buf` must stay valid and
@@ -103,6 +106,7 @@ async fn record_size(
 /// `buf_len` writable bytes (may be NULL when `buf_len` is 0); `user_data` as for
 /// `gantry_get_stream_start`.
 #[no_mangle]
+#[deprecated(note = "use gantry_get_start")]
 pub unsafe extern "C" fn gantry_get_into_start(
     client: *const gantry_client,
     bucket: *const c_char,
@@ -116,17 +120,15 @@ pub unsafe extern "C" fn gantry_get_into_start(
 ) -> gantry_result {
     ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
+        let args = unsafe { object_args(client, bucket, key)? };
         let region = Region::new(buf, buf_len, "buf")?;
-        start_op(client, done, user_data, out_request, async move {
-            let region = region;
-            // SAFETY: the caller lends the region until the request ended (contract above).
-            let buf = unsafe { region.slice_mut() };
-            Ok(c.get_into(&bucket, &key, buf).await?.size)
-        })
+        start_get(args, gantry::GetOptions::new(), Destination::Buffer(region), done, user_data, out_request)
     })
 }
 
+/// Deprecated: `gantry_get_start` with a BUFFER destination and a range in its options does
+/// the same.
+///
 /// Starts downloading `length` bytes of bucket/key from `offset` into `buf` (`buf_len` >=
 /// `length`); the request's size is the bytes written (a range past the end of the object is
 /// cut there; one starting at or past the end fails with HTTP 416, "InvalidRange"). `buf` is
@@ -135,6 +137,7 @@ pub unsafe extern "C" fn gantry_get_into_start(
 /// # Safety
 /// As for `gantry_get_into_start`; `buf` is not NULL.
 #[no_mangle]
+#[deprecated(note = "use gantry_get_start")]
 pub unsafe extern "C" fn gantry_get_range_into_start(
     client: *const gantry_client,
     bucket: *const c_char,
@@ -150,22 +153,19 @@ pub unsafe extern "C" fn gantry_get_range_into_start(
 ) -> gantry_result {
     ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
+        let args = unsafe { object_args(client, bucket, key)? };
         if buf.is_null() || buf_len == 0 {
             return Err(Failure::Null("buf"));
         }
         let region = Region::new(buf, buf_len, "buf")?;
         let end = offset.checked_add(length).ok_or_else(|| Failure::Invalid("offset + length overflows".into()))?;
-        start_op(client, done, user_data, out_request, async move {
-            let region = region;
-            // SAFETY: the caller lends the region until the request ended (contract above).
-            let buf = unsafe { region.slice_mut() };
-            let info = c.get_range_into(&bucket, &key, offset..end, buf).await?;
-            Ok(end.min(info.size) - offset)
-        })
+        let options = gantry::GetOptions::new().range(offset..end);
+        start_get(args, options, Destination::Buffer(region), done, user_data, out_request)
     })
 }
 
+/// Deprecated: `gantry_get_start` with a FILE destination and NULL options does the same.
+///
 /// Starts downloading bucket/key into the file at `path` (a temporary file in the same
 /// directory, renamed over `path` only on success; an existing device or FIFO such as
 /// `/dev/null` is written in order instead); the request's size is the object's size.
@@ -173,6 +173,7 @@ pub unsafe extern "C" fn gantry_get_range_into_start(
 /// # Safety
 /// `client` is live and outlives the request; strings are NUL-terminated (copied).
 #[no_mangle]
+#[deprecated(note = "use gantry_get_start")]
 pub unsafe extern "C" fn gantry_get_to_file_start(
     client: *const gantry_client,
     bucket: *const c_char,
@@ -185,11 +186,8 @@ pub unsafe extern "C" fn gantry_get_to_file_start(
 ) -> gantry_result {
     ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let (ObjectArgs { client, owned: c, bucket, key }, path) =
-            unsafe { (object_args(client, bucket, key)?, str_arg(path, "path")?.to_string()) };
-        start_op(client, done, user_data, out_request, async move {
-            Ok(c.download_to_file(&bucket, &key, &path).await?.size)
-        })
+        let (args, path) = unsafe { (object_args(client, bucket, key)?, str_arg(path, "path")?.to_string()) };
+        start_get(args, gantry::GetOptions::new(), Destination::File(path), done, user_data, out_request)
     })
 }
 

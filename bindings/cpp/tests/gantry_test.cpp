@@ -183,6 +183,45 @@ TEST_F(GantryTest, AsyncRequestsIntoCallerMemory) {
     }
 }
 
+TEST_F(GantryTest, GetOptionsRangeAndConditions) {
+    auto data = pattern(2 * (5u << 20) + 9, 31);
+    client.put(bucket, "with", data.data(), data.size());
+    std::string buf(3u << 20, '\0');
+    // A range over a part boundary with 1 MiB parts, into caller memory.
+    auto opts = gantry::GetOptions().range((5u << 20) - 5, (5u << 20) - 5 + buf.size()).part_size_bytes(1u << 20);
+    EXPECT_EQ(client.get_into_with(bucket, "with", opts, buf.data(), buf.size()), buf.size());
+    EXPECT_EQ(buf, data.substr((5u << 20) - 5, buf.size()));
+    auto req = client.get_into_with_async(bucket, "with", gantry::GetOptions().range(3, 13), buf.data(), 10);
+    EXPECT_EQ(req.wait(), 10u);
+    EXPECT_EQ(buf.substr(0, 10), data.substr(3, 10));
+    // If-Match that does not match: 412 before any byte.
+    try {
+        client.get_into_with(bucket, "with", gantry::GetOptions().range(0, 10).if_match("\"0123456789abcdef\""),
+                             buf.data(), buf.size());
+        FAIL() << "expected an error";
+    } catch (const gantry::Error &e) {
+        EXPECT_EQ(e.code(), GANTRY_RESULT_PRECONDITION_FAILED);
+        EXPECT_EQ(e.http_status(), 412);
+        EXPECT_FALSE(e.retryable());
+    }
+    // If-None-Match "*": any current object is a match (304).
+    try {
+        client.get_into_with(bucket, "with", gantry::GetOptions().if_none_match("*"), buf.data(), buf.size());
+        FAIL() << "expected an error";
+    } catch (const gantry::Error &e) {
+        EXPECT_EQ(e.code(), GANTRY_RESULT_NOT_MODIFIED);
+    }
+    // A range into a file, checksum verification off.
+    ScratchDir dir;
+    auto path = dir.path() + "/with";
+    EXPECT_EQ(client.get_to_file_with(bucket, "with",
+                                      gantry::GetOptions().range(7, 1007).checksum(GANTRY_DOWNLOAD_CHECKSUM_SKIP), path),
+              1000u);
+    std::ifstream in(path, std::ios::binary);
+    std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(back, data.substr(7, 1000));
+}
+
 TEST_F(GantryTest, StreamWithCallerOpenedWindow) {
     auto data = pattern(4 * (5u << 20) + 1, 78);
     client.put(bucket, "windowed", data);

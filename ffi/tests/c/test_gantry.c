@@ -436,6 +436,10 @@ static void test_free_from_own_callback(gantry_client *c, const char *bucket) {
     CHECK(t.waited == GANTRY_RESULT_INVALID_STATE, "wait on itself refused (%d)", t.waited);
 }
 
+/* test_start also exercises the get start calls gantry_get_start deprecated (they must keep
+ * working until they are removed). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 static void test_start(gantry_client *c, const char *bucket, const char *dir) {
     size_t len = 3 * PART + 11;
     unsigned char *want = pattern(len, 4);
@@ -522,6 +526,7 @@ static void test_start(gantry_client *c, const char *bucket, const char *dir) {
     free(buf);
     free(want);
 }
+#pragma GCC diagnostic pop
 
 struct kept {
     gantry_chunk *chunk;
@@ -725,6 +730,143 @@ static void test_metrics_ex(gantry_client *c) {
     CHECK(gantry_client_lane_metrics(c, 99, &lane, NULL) == GANTRY_RESULT_INVALID_ARGUMENT, "lane out of range");
 }
 
+/* gantry_get_start / gantry_get with gantry_get_options and each destination. */
+static void test_get_options(gantry_client *c, const char *bucket, const char *dir) {
+    size_t len = 3 * PART + 11;
+    unsigned char *want = pattern(len, 4);
+    char key[64], path[512];
+    snprintf(key, sizeof key, "obj-%zu", len);
+    gantry_request *req = NULL;
+    gantry_error *err = NULL;
+    uint64_t size = 0;
+    unsigned char *buf = malloc(len);
+    gantry_get_destination into = {GANTRY_GET_DESTINATION_BUFFER, buf, len, NULL};
+
+    /* Defaults: init fills them, and NULL options are the same. */
+    gantry_get_options o;
+    memset(&o, 0xab, sizeof o);
+    CHECK(gantry_get_options_init(&o) == GANTRY_RESULT_OK, "options_init");
+    CHECK(o.struct_size == sizeof o && !o.has_range && o.if_match == NULL && o.if_none_match == NULL &&
+              o.version_id == NULL && o.checksum == GANTRY_DOWNLOAD_CHECKSUM_FROM_CONFIG && o.part_size_bytes == 0,
+          "defaults");
+    CHECK(gantry_get_options_init(NULL) == GANTRY_RESULT_NULL_PARAMETER, "init NULL");
+    struct done_rec d = {0, GANTRY_RESULT_INTERNAL, NULL, GANTRY_RESULT_OK};
+    CHECK(gantry_get_start(c, bucket, key, NULL, &into, rec_done, &d, &req, NULL) == GANTRY_RESULT_OK, "NULL options");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK, "wait NULL options");
+    CHECK(d.calls == 1 && d.result == GANTRY_RESULT_OK, "done once (%d)", d.calls);
+    CHECK(gantry_request_size(req, &size, NULL) == GANTRY_RESULT_OK && size == len, "size %llu", (unsigned long long)size);
+    CHECK(memcmp(buf, want, len) == 0, "NULL options bytes");
+    gantry_request_free(req);
+    memset(buf, 0, len);
+    o.checksum = GANTRY_DOWNLOAD_CHECKSUM_VERIFY;
+    CHECK(gantry_get(c, bucket, key, &o, &into, &size, NULL) == GANTRY_RESULT_OK && size == len, "blocking, verify");
+    CHECK(memcmp(buf, want, len) == 0, "blocking bytes");
+
+    /* A range with a small part size into a buffer: several parts, bytes at the buffer's start. */
+    memset(buf, 0, len);
+    gantry_get_options_init(&o);
+    o.has_range = true;
+    o.range_start = PART - 100;
+    o.range_end = PART - 100 + (3u << 20) + 7;
+    o.part_size_bytes = 1u << 20;
+    CHECK(gantry_get_start(c, bucket, key, &o, &into, NULL, NULL, &req, NULL) == GANTRY_RESULT_OK, "range start");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK, "range wait");
+    gantry_request_size(req, &size, NULL);
+    CHECK(size == (3u << 20) + 7 && memcmp(buf, want + PART - 100, (size_t)size) == 0, "range bytes (%llu)",
+          (unsigned long long)size);
+    gantry_request_free(req);
+    /* Cut at the end of the object; an empty range is refused before any request. */
+    o.range_start = len - 3;
+    o.range_end = len + 100;
+    CHECK(gantry_get(c, bucket, key, &o, &into, &size, NULL) == GANTRY_RESULT_OK && size == 3 &&
+              memcmp(buf, want + len - 3, 3) == 0, "range cut at the end (%llu)", (unsigned long long)size);
+    o.range_end = o.range_start;
+    CHECK(gantry_get(c, bucket, key, &o, &into, NULL, NULL) == GANTRY_RESULT_INVALID_ARGUMENT, "empty range");
+
+    /* An older, smaller struct: only the fields it holds are read (here the range), the rest
+     * are defaults, whatever lies beyond in memory. */
+    memset(buf, 0, len);
+    o.range_start = 10;
+    o.range_end = 20;
+    o.if_match = "\"not-the-etag\"";
+    o.checksum = (gantry_download_checksum)77;
+    o.struct_size = offsetof(gantry_get_options, if_match);
+    CHECK(gantry_get(c, bucket, key, &o, &into, &size, &err) == GANTRY_RESULT_OK && size == 10 &&
+              memcmp(buf, want + 10, 10) == 0, "small struct: %s", err ? gantry_error_message(err) : "");
+    gantry_error_free(err);
+    err = NULL;
+    o.struct_size = 4;
+    CHECK(gantry_get(c, bucket, key, &o, &into, NULL, NULL) == GANTRY_RESULT_INVALID_ARGUMENT, "struct_size too small");
+    /* A newer, larger struct: zero unknown bytes are accepted, others refused. */
+    struct { gantry_get_options o; uint64_t newer; } big;
+    memset(&big, 0, sizeof big);
+    gantry_get_options_init(&big.o);
+    big.o.struct_size = sizeof big;
+    CHECK(gantry_get(c, bucket, key, &big.o, &into, &size, NULL) == GANTRY_RESULT_OK && size == len, "larger, zeros");
+    big.newer = 1;
+    CHECK(gantry_get(c, bucket, key, &big.o, &into, NULL, NULL) == GANTRY_RESULT_INVALID_ARGUMENT, "larger, set");
+    gantry_get_options_init(&o);
+    o.checksum = (gantry_download_checksum)77;
+    CHECK(gantry_get(c, bucket, key, &o, &into, NULL, NULL) == GANTRY_RESULT_INVALID_ARGUMENT, "bad checksum mode");
+
+    /* If-Match that does not match: 412 before any byte; If-None-Match with the current ETag:
+     * 304 (a one-part object whose ETag is the MD5 of "hello"). */
+    CHECK(gantry_put_buffer(c, bucket, "hello", (const uint8_t *)"hello", 5, NULL) == GANTRY_RESULT_OK, "put hello");
+    gantry_get_options_init(&o);
+    o.if_match = "\"0123456789abcdef0123456789abcdef\"";
+    CHECK(gantry_get_start(c, bucket, "hello", &o, &into, NULL, NULL, &req, NULL) == GANTRY_RESULT_OK, "if_match start");
+    CHECK(gantry_request_wait(req, &err) == GANTRY_RESULT_PRECONDITION_FAILED, "412 result");
+    CHECK(gantry_error_result(err) == GANTRY_RESULT_PRECONDITION_FAILED && gantry_error_http_status(err) == 412 &&
+              !gantry_error_retryable(err), "412 error: %s", gantry_error_message(err));
+    gantry_error_free(err);
+    err = NULL;
+    gantry_request_free(req);
+    o.if_match = "\"5d41402abc4b2a76b9719d911017c592\"";
+    memset(buf, 0, len);
+    CHECK(gantry_get(c, bucket, "hello", &o, &into, &size, NULL) == GANTRY_RESULT_OK && size == 5 &&
+              memcmp(buf, "hello", 5) == 0, "if_match hit");
+    o.if_match = NULL;
+    o.if_none_match = "\"5d41402abc4b2a76b9719d911017c592\"";
+    CHECK(gantry_get(c, bucket, "hello", &o, &into, NULL, &err) == GANTRY_RESULT_NOT_MODIFIED, "304 result");
+    CHECK(gantry_error_http_status(err) == 304, "304 status %u", gantry_error_http_status(err));
+    gantry_error_free(err);
+    err = NULL;
+    o.if_none_match = "\"0123456789abcdef0123456789abcdef\"";
+    CHECK(gantry_get(c, bucket, "hello", &o, &into, &size, NULL) == GANTRY_RESULT_OK && size == 5, "if_none_match miss");
+
+    /* A file destination, with and without a range. */
+    snprintf(path, sizeof path, "%s/get-options-file", dir);
+    gantry_get_destination file = {GANTRY_GET_DESTINATION_FILE, NULL, 0, path};
+    CHECK(gantry_get_start(c, bucket, key, NULL, &file, NULL, NULL, &req, NULL) == GANTRY_RESULT_OK, "file start");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK, "file wait");
+    gantry_request_size(req, &size, NULL);
+    CHECK(size == len, "file size %llu", (unsigned long long)size);
+    gantry_request_free(req);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL && fread(buf, 1, len, f) == len && memcmp(buf, want, len) == 0, "file bytes");
+    if (f) fclose(f);
+    gantry_get_options_init(&o);
+    o.has_range = true;
+    o.range_start = 1000;
+    o.range_end = 1000 + PART;
+    CHECK(gantry_get(c, bucket, key, &o, &file, &size, NULL) == GANTRY_RESULT_OK && size == PART, "file range");
+    f = fopen(path, "rb");
+    CHECK(f != NULL && fread(buf, 1, len, f) == PART && memcmp(buf, want + 1000, PART) == 0, "file range bytes");
+    if (f) fclose(f);
+
+    /* Bad destinations. */
+    gantry_get_destination bad = {(gantry_get_destination_kind)9, buf, len, NULL};
+    CHECK(gantry_get(c, bucket, key, NULL, &bad, NULL, NULL) == GANTRY_RESULT_INVALID_ARGUMENT, "unknown kind");
+    CHECK(gantry_get(c, bucket, key, NULL, NULL, NULL, NULL) == GANTRY_RESULT_NULL_PARAMETER, "NULL destination");
+    file.path = NULL;
+    CHECK(gantry_get(c, bucket, key, NULL, &file, NULL, NULL) == GANTRY_RESULT_NULL_PARAMETER, "NULL path");
+    gantry_get_destination small = {GANTRY_GET_DESTINATION_BUFFER, buf, 10, NULL};
+    CHECK(gantry_get(c, bucket, key, NULL, &small, NULL, NULL) == GANTRY_RESULT_INVALID_ARGUMENT, "small buffer");
+
+    free(buf);
+    free(want);
+}
+
 int main(int argc, char **argv) {
     const char *endpoint = getenv("GANTRY_TEST_ENDPOINT");
     const char *dir = argc > 1 ? argv[1] : "/tmp";
@@ -743,6 +885,7 @@ int main(int argc, char **argv) {
     test_ranges(c, bucket);
     test_list_and_metrics(c);
     test_start(c, bucket, dir);
+    test_get_options(c, bucket, dir);
     test_stream_window(c, bucket);
     test_upload_owned_and_cancel(c, bucket);
     test_metrics_ex(c);
