@@ -744,36 +744,6 @@ fn cancelled_upload_is_aborted() {
     });
 }
 
-// ---------------------------------------------------------------- memory limit
-
-/// Many concurrent downloads never reserve more than the memory limit.
-#[test]
-fn memory_limit_holds_under_many_concurrent_downloads() {
-    deadline(|| {
-        let data = pattern(SIZE, 42);
-        let server = server_with("k", &data);
-        let limit = 3 * PART;
-        let c = client(&server, |c| c.memory_limit_bytes(limit).max_connections(16));
-        c.block_on(async {
-            let gets = (0..12).map(|_| {
-                let c = c.clone();
-                async move {
-                    let mut s = c.get_stream(BUCKET, "k").await.unwrap();
-                    let mut n = 0;
-                    while let Some(chunk) = s.next_chunk().await {
-                        n += chunk.unwrap().len();
-                    }
-                    assert_eq!(n, SIZE);
-                }
-            });
-            futures::future::join_all(gets).await;
-        });
-        let m = c.metrics();
-        assert!(m.memory_peak_bytes <= limit, "peak {} above the limit {limit}", m.memory_peak_bytes);
-        assert_eq!(m.memory_in_use_bytes, 0);
-    });
-}
-
 // ---------------------------------------------------------------- helpers
 
 fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
