@@ -449,7 +449,6 @@ pub fn stream_backpressure(b: &Backend) {
         }
         assert_eq!(sha256(&got), sha256(&data));
     });
-    let _ = MIB;
 }
 
 /// Byte ranges into caller memory: inside one part, across parts, cut at the end, past the end.
