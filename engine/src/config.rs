@@ -26,6 +26,7 @@ pub const MAX_PARTS: u64 = 10_000;
 
 /// How a request names its bucket: in the host name or in the path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Addressing {
     /// Virtual-hosted for AWS endpoints; path-style for every other endpoint (IP addresses,
     /// `localhost`, `http://minio:9000`), because `bucket.minio` does not resolve there.
@@ -39,6 +40,7 @@ pub enum Addressing {
 
 /// Which SHA-256 the request signature covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum PayloadSigning {
     /// `UNSIGNED-PAYLOAD`: no hash of the body; saves a SHA-256 pass over every byte. TLS
     /// protects integrity on https; over plain http the body is unprotected (as with the CRT).
@@ -201,6 +203,7 @@ pub struct ClientConfig {
 
 /// A parsed endpoint URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Endpoint {
     /// `http` or `https`.
     pub scheme: String,
