@@ -21,6 +21,7 @@ use http::HeaderMap;
 
 /// Which CRC protects uploaded bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ChecksumAlgorithm {
     /// CRC-64/NVME: S3's default for new objects, supports full-object multipart checksums.
     #[default]
@@ -31,6 +32,7 @@ pub enum ChecksumAlgorithm {
 
 /// How an upload's checksum travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ChecksumUpload {
     /// No checksum is sent (the store computes its own, if any).
     None,

@@ -26,6 +26,7 @@ pub const MAX_PARTS: u64 = 10_000;
 
 /// How a request names its bucket: in the host name or in the path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Addressing {
     /// Virtual-hosted for AWS endpoints; path-style for every other endpoint (IP addresses,
     /// `localhost`, `http://minio:9000`), because `bucket.minio` does not resolve there.
@@ -39,6 +40,7 @@ pub enum Addressing {
 
 /// Which SHA-256 the request signature covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum PayloadSigning {
     /// `UNSIGNED-PAYLOAD`: no hash of the body; saves a SHA-256 pass over every byte. TLS
     /// protects integrity on https; over plain http the body is unprotected (as with the CRT).
@@ -201,6 +203,7 @@ pub struct ClientConfig {
 
 /// A parsed endpoint URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Endpoint {
     /// `http` or `https`.
     pub scheme: String,
@@ -641,9 +644,7 @@ impl ClientConfigBuilder {
             return Err(bad("worker threads must be at least 1".into()));
         }
         for name in &network_interfaces {
-            if name.is_empty() || name.contains('/') || !std::path::Path::new("/sys/class/net").join(name).exists() {
-                return Err(bad(format!("network interface {name:?} does not exist on this host")));
-            }
+            check_interface(name).map_err(bad)?;
         }
         for ip in &self.bind_addresses {
             if let Err(e) = std::net::UdpSocket::bind((*ip, 0)) {
@@ -698,6 +699,28 @@ pub fn parse_size(text: &str) -> Result<u64> {
         .map_err(|e| Error::invalid(Operation::Config, format!("size {text:?}: {e}")))
 }
 
+/// The message a NIC-by-name setting gets on every OS but Linux.
+#[cfg(not(target_os = "linux"))]
+pub(crate) const NIC_BY_NAME_LINUX_ONLY: &str =
+    "binding to a network interface by name is Linux-only (SO_BINDTODEVICE); use bind addresses instead";
+
+/// Refuses an interface name this host does not have, so the mistake shows when the client is
+/// built and not as a failed connection later. Linux lists its interfaces in `/sys/class/net`.
+#[cfg(target_os = "linux")]
+fn check_interface(name: &str) -> std::result::Result<(), String> {
+    if name.is_empty() || name.contains('/') || !std::path::Path::new("/sys/class/net").join(name).exists() {
+        return Err(format!("network interface {name:?} does not exist on this host"));
+    }
+    Ok(())
+}
+
+/// Binding a socket to an interface by name (`SO_BINDTODEVICE`) exists only on Linux: say so
+/// when the client is built rather than on every connection. Source addresses work everywhere.
+#[cfg(not(target_os = "linux"))]
+fn check_interface(name: &str) -> std::result::Result<(), String> {
+    Err(format!("network interface {name:?}: {NIC_BY_NAME_LINUX_ONLY}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -735,11 +758,25 @@ mod tests {
         assert!(b().max_connections(0).build().is_err());
         assert!(b().endpoint_url("ftp://x").build().is_err());
         assert!(b().endpoint_url("http://x:9000/path").build().is_err());
-        let e = b().network_interfaces(["gantry-no-such-nic"]).build().unwrap_err();
-        assert!(e.message().contains("does not exist"), "{e}");
         let e = b().bind_addresses(["192.0.2.77".parse().unwrap()]).build().unwrap_err();
         assert!(e.message().contains("192.0.2.77"), "{e}");
+        assert!(b().bind_addresses(["127.0.0.1".parse().unwrap()]).build().is_ok());
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn interfaces_are_checked_on_linux() {
+        let b = || ClientConfig::builder().ignore_environment();
+        let e = b().network_interfaces(["gantry-no-such-nic"]).build().unwrap_err();
+        assert!(e.message().contains("does not exist"), "{e}");
         assert!(b().network_interfaces(["lo"]).bind_addresses(["127.0.0.1".parse().unwrap()]).build().is_ok());
+    }
+
+    #[test]
+    #[cfg(not(target_os = "linux"))]
+    fn interfaces_by_name_are_refused_off_linux() {
+        let e = ClientConfig::builder().ignore_environment().network_interfaces(["lo0"]).build().unwrap_err();
+        assert!(e.message().contains("Linux-only"), "{e}");
     }
 
     #[test]

@@ -10,51 +10,173 @@ use crate::config::{parse_size, Addressing, ClientConfigBuilder, PayloadSigning}
 use crate::credentials::{Credentials, CredentialsSource};
 use crate::error::{Error, Operation, Result};
 
-/// The keys [`ClientConfigBuilder::set`] accepts, with what their values look like.
-pub const CONFIG_KEYS: &[(&str, &str)] = &[
-    ("endpoint_url", "URL, e.g. http://127.0.0.1:9000"),
-    ("region", "signing region"),
-    ("access_key_id", "static key id (with secret_access_key)"),
-    ("secret_access_key", "static secret (with access_key_id)"),
-    ("session_token", "session token for the static keys"),
-    ("profile", "profile of ~/.aws/credentials"),
-    ("anonymous", "true: unsigned requests"),
-    ("part_size", "size, e.g. 8MiB"),
-    ("multipart_threshold", "size"),
-    ("max_connections", "integer"),
-    ("target_gbps", "number"),
-    ("memory_limit", "size"),
-    ("read_window", "size"),
-    ("path_style", "true/false"),
-    ("payload_signing", "signed/unsigned"),
-    ("connect_timeout_ms", "milliseconds"),
-    ("first_byte_timeout_ms", "milliseconds"),
-    ("read_idle_timeout_ms", "milliseconds"),
-    ("tls_handshake_timeout_ms", "milliseconds"),
-    ("min_throughput_bytes_per_sec", "integer, 0 disables the floor"),
-    ("min_throughput_window_ms", "milliseconds"),
-    ("operation_timeout_ms", "milliseconds, 0 = no deadline"),
-    (
-        "no_response_timeout_ms",
-        "milliseconds waited in total on an endpoint that has never answered before failing (default 20000, 0 = off)",
-    ),
-    ("max_attempts", "integer"),
-    ("retry_budget_tokens", "integer, 0 disables the bucket"),
-    ("checksum_algorithm", "crc64nvme/crc32c"),
-    ("checksum_upload", "none/header/trailer"),
-    ("verify_checksums", "true/false"),
-    ("hedging", "true/false"),
-    ("worker_threads", "integer"),
-    ("tcp_recv_buffer", "size (SO_RCVBUF; unset = kernel autotuning)"),
-    ("tcp_send_buffer", "size (SO_SNDBUF; unset = kernel autotuning)"),
-    ("nic", "interface name; repeat to add more"),
-    ("bind", "source address; repeat to add more"),
-    ("auto_config", "true/false; on EC2, target and NIC lanes from the instance (default true)"),
-    ("ca_bundle", "PEM file of CA certificates replacing the system trust store"),
-    ("tls_verify", "true/false; false disables certificate checks (test clusters only)"),
-    ("proxy", "http://[user:password@]host:port for every connection (wins over HTTPS_PROXY)"),
-    ("no_proxy", "comma-separated hosts, suffixes, IPs, CIDRs or * that bypass the proxy"),
-];
+/// Declares every key once: its name, what its value looks like, and how it is applied. From
+/// this one list come [`CONFIG_KEYS`] (names and docs, public) and the setter's table (names
+/// and appliers), so a key cannot be listed without being settable or the other way round.
+/// The C header's `gantry_config_set` doc is checked against [`CONFIG_KEYS`] by a test in
+/// `ffi/tests/config_keys_doc.rs`.
+macro_rules! config_keys {
+    ($($name:literal: $doc:expr => $apply:expr;)*) => {
+        /// The keys [`ClientConfigBuilder::set`] accepts, with what their values look like.
+        pub const CONFIG_KEYS: &[(&str, &str)] = &[$(($name, $doc)),*];
+
+        /// Each key's name and how it applies a value to the builder.
+        const APPLY: &[(&str, Apply)] = &[$(($name, $apply)),*];
+    };
+}
+
+/// Applies one value: `(builder, key, value)`. The key is passed so errors can name it.
+type Apply = fn(ClientConfigBuilder, &str, &str) -> Result<ClientConfigBuilder>;
+
+config_keys! {
+    "endpoint_url": "URL, e.g. http://127.0.0.1:9000" => |b, _, v| Ok(b.endpoint_url(v));
+    "region": "signing region" => |b, _, v| Ok(b.region(v));
+    "access_key_id": "static key id (with secret_access_key)" => |b, _, v| {
+        Ok(with_static_keys(b, |c| c.access_key_id = v.to_string()))
+    };
+    "secret_access_key": "static secret (with access_key_id)" => |b, _, v| {
+        Ok(with_static_keys(b, |c| c.secret_access_key = v.to_string()))
+    };
+    "session_token": "session token for the static keys" => |b, _, v| {
+        Ok(with_static_keys(b, |c| c.session_token = Some(v.to_string())))
+    };
+    "profile": "profile of ~/.aws/credentials" => |b, _, v| {
+        Ok(b.credentials(CredentialsSource::Default { profile: Some(v.to_string()) }))
+    };
+    "anonymous": "true: unsigned requests" => |b, k, v| {
+        Ok(match boolean(k, v)? {
+            true => b.credentials(CredentialsSource::Anonymous),
+            false => b.credentials(CredentialsSource::Default { profile: None }),
+        })
+    };
+    "part_size": "size, e.g. 8MiB" => |b, k, v| Ok(b.part_size_bytes(size(k, v)?));
+    "multipart_threshold": "size" => |b, k, v| Ok(b.multipart_threshold_bytes(size(k, v)?));
+    "max_connections": "integer" => |b, k, v| Ok(b.max_connections(num(k, v)?));
+    "target_gbps": "number" => |b, k, v| Ok(b.throughput_target_gbps(num(k, v)?));
+    "memory_limit": "size" => |b, k, v| Ok(b.memory_limit_bytes(size(k, v)?));
+    "read_window": "size" => |b, k, v| Ok(b.read_window_bytes(size(k, v)?));
+    "path_style": "true/false" => |b, k, v| {
+        Ok(match boolean(k, v)? {
+            true => b.addressing(Addressing::PathStyle),
+            false => b.addressing(Addressing::Auto),
+        })
+    };
+    "payload_signing": "signed/unsigned" => |b, k, v| {
+        Ok(b.payload_signing(match v {
+            "signed" => PayloadSigning::Signed,
+            "unsigned" => PayloadSigning::Unsigned,
+            _ => return Err(bad(k, format!("expected signed or unsigned, got {v:?}"))),
+        }))
+    };
+    "connect_timeout_ms": "milliseconds" => |mut b, k, v| {
+        b.timeouts_mut().connect = millis(k, v)?;
+        Ok(b)
+    };
+    "first_byte_timeout_ms": "milliseconds" => |mut b, k, v| {
+        b.timeouts_mut().first_byte = millis(k, v)?;
+        Ok(b)
+    };
+    "read_idle_timeout_ms": "milliseconds" => |mut b, k, v| {
+        b.timeouts_mut().read_idle = millis(k, v)?;
+        Ok(b)
+    };
+    "tls_handshake_timeout_ms": "milliseconds" => |mut b, k, v| {
+        b.timeouts_mut().tls_handshake = millis(k, v)?;
+        Ok(b)
+    };
+    "min_throughput_bytes_per_sec": "integer, 0 disables the floor" => |mut b, k, v| {
+        b.timeouts_mut().min_throughput_bytes_per_sec = num(k, v)?;
+        Ok(b)
+    };
+    "min_throughput_window_ms": "milliseconds" => |mut b, k, v| {
+        b.timeouts_mut().min_throughput_window = millis(k, v)?;
+        Ok(b)
+    };
+    "operation_timeout_ms": "milliseconds, 0 = no deadline" => |mut b, k, v| {
+        let d = millis(k, v)?;
+        b.timeouts_mut().operation = (!d.is_zero()).then_some(d);
+        Ok(b)
+    };
+    "no_response_timeout_ms":
+        "milliseconds waited in total on an endpoint that has never answered before failing (default 20000, 0 = off)"
+        => |mut b, k, v| {
+            b.timeouts_mut().no_response = millis(k, v)?;
+            Ok(b)
+        };
+    "max_attempts": "integer" => |mut b, k, v| {
+        b.retry_mut().max_attempts = num(k, v)?;
+        Ok(b)
+    };
+    "retry_budget_tokens": "integer, 0 disables the bucket" => |mut b, k, v| {
+        b.retry_mut().budget_tokens = num(k, v)?;
+        Ok(b)
+    };
+    "checksum_algorithm": "crc64nvme/crc32c" => |mut b, k, v| {
+        b.checksums_mut().algorithm = match v.trim().to_ascii_lowercase().as_str() {
+            "crc64nvme" => ChecksumAlgorithm::Crc64Nvme,
+            "crc32c" => ChecksumAlgorithm::Crc32c,
+            _ => return Err(bad(k, format!("expected crc64nvme or crc32c, got {v:?}"))),
+        };
+        Ok(b)
+    };
+    "checksum_upload": "none/header/trailer" => |mut b, k, v| {
+        b.checksums_mut().upload = match v.trim() {
+            "none" => ChecksumUpload::None,
+            "header" => ChecksumUpload::Header,
+            "trailer" => ChecksumUpload::Trailer,
+            _ => return Err(bad(k, format!("expected none, header or trailer, got {v:?}"))),
+        };
+        Ok(b)
+    };
+    "verify_checksums": "true/false" => |mut b, k, v| {
+        b.checksums_mut().verify_downloads = boolean(k, v)?;
+        Ok(b)
+    };
+    "hedging": "true/false" => |mut b, k, v| {
+        b.hedging_mut().enabled = boolean(k, v)?;
+        Ok(b)
+    };
+    "worker_threads": "integer" => |b, k, v| Ok(b.worker_threads(num(k, v)?));
+    "tcp_recv_buffer": "size (SO_RCVBUF; unset = kernel autotuning)" => |b, k, v| {
+        Ok(b.tcp_recv_buffer_bytes(size(k, v)? as usize))
+    };
+    "tcp_send_buffer": "size (SO_SNDBUF; unset = kernel autotuning)" => |b, k, v| {
+        Ok(b.tcp_send_buffer_bytes(size(k, v)? as usize))
+    };
+    "nic": "interface name; repeat to add more" => |mut b, _, v| {
+        b.interfaces_mut().push(v.to_string());
+        Ok(b)
+    };
+    "bind": "source address; repeat to add more" => |mut b, k, v| {
+        let ip = num(k, v)?;
+        b.bind_addresses_mut().push(ip);
+        Ok(b)
+    };
+    "auto_config": "true/false; on EC2, target and NIC lanes from the instance (default true)" => |b, k, v| {
+        Ok(b.auto_config(boolean(k, v)?))
+    };
+    "ca_bundle": "PEM file of CA certificates replacing the system trust store" => |b, _, v| Ok(b.ca_bundle(v));
+    "tls_verify": "true/false; false disables certificate checks (test clusters only)" => |b, k, v| {
+        Ok(b.tls_verify(boolean(k, v)?))
+    };
+    "proxy": "http://[user:password@]host:port for every connection (wins over HTTPS_PROXY)" => |b, _, v| {
+        Ok(b.proxy(v))
+    };
+    "no_proxy": "comma-separated hosts, suffixes, IPs, CIDRs or * that bypass the proxy" => |b, _, v| {
+        Ok(b.no_proxy(v))
+    };
+}
+
+/// Changes one field of the static keys, starting from empty ones when another credential
+/// source was set: the three static-key settings can come in any order.
+fn with_static_keys(b: ClientConfigBuilder, change: impl FnOnce(&mut Credentials)) -> ClientConfigBuilder {
+    let mut c = match b.credentials_source() {
+        CredentialsSource::Static(c) => c.clone(),
+        _ => Credentials::new("", ""),
+    };
+    change(&mut c);
+    b.credentials(CredentialsSource::Static(c))
+}
 
 fn bad(key: &str, why: String) -> Error {
     Error::invalid(Operation::Config, format!("{key}: {why}"))
@@ -83,127 +205,11 @@ fn size(key: &str, value: &str) -> Result<u64> {
 impl ClientConfigBuilder {
     /// Sets the knob `key` (see [`CONFIG_KEYS`]) from text. Unknown keys and unparsable values
     /// are [`crate::ErrorKind::InvalidInput`] errors; cross-field checks wait for `build`.
-    pub fn set(mut self, key: &str, value: &str) -> Result<Self> {
-        Ok(match key {
-            "endpoint_url" => self.endpoint_url(value),
-            "region" => self.region(value),
-            "access_key_id" | "secret_access_key" | "session_token" => {
-                let mut c = match self.credentials_source() {
-                    CredentialsSource::Static(c) => c.clone(),
-                    _ => Credentials::new("", ""),
-                };
-                match key {
-                    "access_key_id" => c.access_key_id = value.to_string(),
-                    "secret_access_key" => c.secret_access_key = value.to_string(),
-                    _ => c.session_token = Some(value.to_string()),
-                }
-                self.credentials(CredentialsSource::Static(c))
-            }
-            "profile" => self.credentials(CredentialsSource::Default { profile: Some(value.to_string()) }),
-            "anonymous" => match boolean(key, value)? {
-                true => self.credentials(CredentialsSource::Anonymous),
-                false => self.credentials(CredentialsSource::Default { profile: None }),
-            },
-            "ca_bundle" => self.ca_bundle(value),
-            "tls_verify" => self.tls_verify(boolean(key, value)?),
-            "proxy" => self.proxy(value),
-            "no_proxy" => self.no_proxy(value),
-            "part_size" => self.part_size_bytes(size(key, value)?),
-            "multipart_threshold" => self.multipart_threshold_bytes(size(key, value)?),
-            "max_connections" => self.max_connections(num(key, value)?),
-            "target_gbps" => self.throughput_target_gbps(num(key, value)?),
-            "memory_limit" => self.memory_limit_bytes(size(key, value)?),
-            "read_window" => self.read_window_bytes(size(key, value)?),
-            "path_style" => match boolean(key, value)? {
-                true => self.addressing(Addressing::PathStyle),
-                false => self.addressing(Addressing::Auto),
-            },
-            "payload_signing" => self.payload_signing(match value {
-                "signed" => PayloadSigning::Signed,
-                "unsigned" => PayloadSigning::Unsigned,
-                _ => return Err(bad(key, format!("expected signed or unsigned, got {value:?}"))),
-            }),
-            "connect_timeout_ms" => {
-                self.timeouts_mut().connect = millis(key, value)?;
-                self
-            }
-            "first_byte_timeout_ms" => {
-                self.timeouts_mut().first_byte = millis(key, value)?;
-                self
-            }
-            "read_idle_timeout_ms" => {
-                self.timeouts_mut().read_idle = millis(key, value)?;
-                self
-            }
-            "tls_handshake_timeout_ms" => {
-                self.timeouts_mut().tls_handshake = millis(key, value)?;
-                self
-            }
-            "min_throughput_bytes_per_sec" => {
-                self.timeouts_mut().min_throughput_bytes_per_sec = num(key, value)?;
-                self
-            }
-            "min_throughput_window_ms" => {
-                self.timeouts_mut().min_throughput_window = millis(key, value)?;
-                self
-            }
-            "operation_timeout_ms" => {
-                let d = millis(key, value)?;
-                self.timeouts_mut().operation = (!d.is_zero()).then_some(d);
-                self
-            }
-            "no_response_timeout_ms" => {
-                self.timeouts_mut().no_response = millis(key, value)?;
-                self
-            }
-            "retry_budget_tokens" => {
-                self.retry_mut().budget_tokens = num(key, value)?;
-                self
-            }
-            "checksum_algorithm" => {
-                self.checksums_mut().algorithm = match value.trim().to_ascii_lowercase().as_str() {
-                    "crc64nvme" => ChecksumAlgorithm::Crc64Nvme,
-                    "crc32c" => ChecksumAlgorithm::Crc32c,
-                    _ => return Err(bad(key, format!("expected crc64nvme or crc32c, got {value:?}"))),
-                };
-                self
-            }
-            "checksum_upload" => {
-                self.checksums_mut().upload = match value.trim() {
-                    "none" => ChecksumUpload::None,
-                    "header" => ChecksumUpload::Header,
-                    "trailer" => ChecksumUpload::Trailer,
-                    _ => return Err(bad(key, format!("expected none, header or trailer, got {value:?}"))),
-                };
-                self
-            }
-            "verify_checksums" => {
-                self.checksums_mut().verify_downloads = boolean(key, value)?;
-                self
-            }
-            "hedging" => {
-                self.hedging_mut().enabled = boolean(key, value)?;
-                self
-            }
-            "max_attempts" => {
-                self.retry_mut().max_attempts = num(key, value)?;
-                self
-            }
-            "worker_threads" => self.worker_threads(num(key, value)?),
-            "tcp_recv_buffer" => self.tcp_recv_buffer_bytes(size(key, value)? as usize),
-            "tcp_send_buffer" => self.tcp_send_buffer_bytes(size(key, value)? as usize),
-            "nic" => {
-                self.interfaces_mut().push(value.to_string());
-                self
-            }
-            "bind" => {
-                let ip = num(key, value)?;
-                self.bind_addresses_mut().push(ip);
-                self
-            }
-            "auto_config" => self.auto_config(boolean(key, value)?),
-            _ => return Err(bad(key, "unknown configuration key".into())),
-        })
+    pub fn set(self, key: &str, value: &str) -> Result<Self> {
+        match APPLY.iter().find(|(name, _)| *name == key) {
+            Some((_, apply)) => apply(self, key, value),
+            None => Err(bad(key, "unknown configuration key".into())),
+        }
     }
 }
 
@@ -240,6 +246,16 @@ mod tests {
             };
             assert!(ClientConfig::builder().set(key, value).is_ok(), "{key}={value}");
         }
+    }
+
+    #[test]
+    fn every_key_is_declared_once() {
+        let mut names: Vec<_> = super::CONFIG_KEYS.iter().map(|(name, _)| *name).collect();
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(names.len(), before, "a key is declared twice");
+        assert_eq!(super::APPLY.len(), before);
     }
 
     #[test]

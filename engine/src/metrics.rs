@@ -33,6 +33,7 @@ const RETRY_CLASSES: usize = 7;
 /// Retries by the class of error that caused them, to tell throttling from broken networks
 /// from a corrupting middlebox at a glance.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RetryCounts {
     /// 503 SlowDown, 429 and other throttling answers.
     pub throttled: u64,
@@ -86,6 +87,7 @@ fn retry_class(kind: ErrorKind) -> Option<usize> {
 
 /// Finished downloads by the checksum algorithm that verified them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ChecksumCounts {
     /// Verified with CRC32.
     pub crc32: u64,
@@ -129,6 +131,7 @@ fn algorithm_index(a: S3ChecksumAlgorithm) -> usize {
 /// Counters of one lane: a network interface or source address connections leave from
 /// (`default` when none was configured).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LaneSnapshot {
     /// Interface name, source address, or `default`.
     pub name: String,
@@ -144,6 +147,7 @@ pub struct LaneSnapshot {
 
 /// A point-in-time copy of a client's counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MetricsSnapshot {
     /// Body bytes received from the server (including bytes of attempts that later failed).
     pub bytes_downloaded: u64,

@@ -115,6 +115,7 @@ impl NotVerifiedReason {
 
 /// One object in a listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ObjectSummary {
     /// Full key.
     pub key: String,
@@ -128,6 +129,7 @@ pub struct ObjectSummary {
 
 /// One page of ListObjectsV2.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ListPage {
     /// Objects in this page.
     pub objects: Vec<ObjectSummary>,
@@ -164,6 +166,7 @@ pub struct MultipartUploadSummary {
 
 /// Result of an upload.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PutOutput {
     /// ETag of the new object.
     pub etag: Option<String>,

@@ -410,7 +410,10 @@ fn leftover_uploads(client: &gantry::Client, bucket: &str) -> usize {
     client.block_on(client.list_multipart_uploads(bucket, None)).unwrap().len()
 }
 
-/// Signed payloads (every body hashed) round-trip through a verifying server.
+/// Signed payloads (every body hashed) round-trip through a verifying server. That the
+/// hashes are really sent (not `UNSIGNED-PAYLOAD`) is checked on the wire by
+/// `signed_payloads_hash_every_body_sent` in `tests/faults.rs`: a server that ignores the
+/// header would pass this round trip either way.
 pub fn signed_payloads(b: &Backend) {
     let client = b.client(|c| c.payload_signing(gantry::PayloadSigning::Signed));
     let bucket = b.bucket(&client);
@@ -446,7 +449,6 @@ pub fn stream_backpressure(b: &Backend) {
         }
         assert_eq!(sha256(&got), sha256(&data));
     });
-    let _ = MIB;
 }
 
 /// Byte ranges into caller memory: inside one part, across parts, cut at the end, past the end.

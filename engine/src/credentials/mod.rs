@@ -41,6 +41,7 @@ use crate::error::{Error, ErrorKind, Operation, Result};
 
 /// An access key pair, optionally with a session token and an expiry time.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Credentials {
     /// `AWS_ACCESS_KEY_ID`.
     pub access_key_id: String,
@@ -108,6 +109,7 @@ pub trait ProvideCredentials: Send + Sync + fmt::Debug {
 
 /// How the client finds its credentials.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum CredentialsSource {
     /// Exactly these keys.
     Static(Credentials),

@@ -275,10 +275,23 @@ fn new_socket(addr: SocketAddr, bind: &LocalBind, recv: Option<usize>, send: Opt
     }
     match bind {
         LocalBind::Default => {}
-        LocalBind::Device(name) => socket.bind_device(Some(name.as_bytes()))?,
+        LocalBind::Device(name) => bind_device(&socket, name)?,
         LocalBind::Address(ip) => socket.bind(&SocketAddr::new(*ip, 0).into())?,
     }
     Ok(socket)
+}
+
+/// `SO_BINDTODEVICE`: the socket leaves through interface `name` whatever the routing table says.
+#[cfg(target_os = "linux")]
+fn bind_device(socket: &Socket, name: &str) -> std::io::Result<()> {
+    socket.bind_device(Some(name.as_bytes()))
+}
+
+/// Only Linux binds by interface name. `ClientConfigBuilder::build` refuses interface names
+/// elsewhere, so this is not reached; it still fails clearly rather than silently unbound.
+#[cfg(not(target_os = "linux"))]
+fn bind_device(_socket: &Socket, _name: &str) -> std::io::Result<()> {
+    Err(std::io::Error::new(std::io::ErrorKind::Unsupported, crate::config::NIC_BY_NAME_LINUX_ONLY))
 }
 
 /// Explains a failed local binding: these are set-up mistakes, not network weather.

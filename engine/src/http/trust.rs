@@ -24,6 +24,7 @@ use crate::error::{Error, Operation, Result};
 
 /// How a client decides whether to trust a server certificate.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct TlsTrust {
     /// A PEM file of CA certificates that replaces the system roots.
     pub ca_bundle: Option<std::path::PathBuf>,
