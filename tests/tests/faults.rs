@@ -135,10 +135,28 @@ fn get_fails(rules: impl Fn() -> Vec<Rule>, data: &[u8], kind: ErrorKind, max_re
 
 /// Clears the server's rules and request log, then arms `rules`: each pass starts afresh.
 fn arm(server: &FaultServer, rules: impl IntoIterator<Item = Rule>) {
+    settle(server);
     server.clear_rules();
     server.reset_log();
     for r in rules {
         server.add_rule(r);
+    }
+}
+
+/// Waits until no request has reached the server for 100 ms (at most 3 s): the part requests
+/// of a download that failed a moment ago may still be arriving from its dropped client, and
+/// must not be counted against the next case. (A straggler of the previous delivery was once
+/// counted as a fifth GET of the next.)
+fn settle(server: &FaultServer) {
+    let limit = Instant::now() + Duration::from_secs(3);
+    let mut seen = server.requests().len();
+    while Instant::now() < limit {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = server.requests().len();
+        if now == seen {
+            return;
+        }
+        seen = now;
     }
 }
 
