@@ -198,12 +198,27 @@ class Server:
         return json.loads(lines[-1]) if lines else {}
 
 
+# Linux caps one command-line argument at 128 KiB (MAX_ARG_STRLEN); a longer spec (50,000
+# keys) goes to the runner as `@file`, which every runner reads.
+LONGEST_INLINE_SPEC = 100_000
+
+
 def run_measured(argv, env=None):
     """Runs a process to its end; returns (stdout, rusage). wait4 gives the child's peak RSS
-    and CPU, which subprocess would otherwise reap and discard."""
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, env=env)
-    out = p.stdout.read()
-    _, status, ru = os.wait4(p.pid, 0)
+    and CPU, which subprocess would otherwise reap and discard. The last argument is the spec."""
+    spec_file = None
+    if len(argv[-1]) > LONGEST_INLINE_SPEC:
+        fd, spec_file = tempfile.mkstemp(prefix="gantry-spec-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            f.write(argv[-1])
+        argv = argv[:-1] + ["@" + spec_file]
+    try:
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, env=env)
+        out = p.stdout.read()
+        _, status, ru = os.wait4(p.pid, 0)
+    finally:
+        if spec_file:
+            os.unlink(spec_file)
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         raise SystemExit(f"{argv[0]} failed with {p.returncode}")

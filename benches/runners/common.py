@@ -11,9 +11,15 @@ import time
 
 
 def load_spec():
+    """The spec is the argument, or with `@PATH` the file's contents (a spec naming 50,000
+    keys is longer than Linux lets one argument be)."""
     if len(sys.argv) != 2:
-        sys.exit(f"usage: {os.path.basename(sys.argv[0])} SPEC_JSON")
-    return json.loads(sys.argv[1])
+        sys.exit(f"usage: {os.path.basename(sys.argv[0])} SPEC_JSON | @SPEC_FILE")
+    arg = sys.argv[1]
+    if arg.startswith("@"):
+        with open(arg[1:]) as f:
+            return json.load(f)
+    return json.loads(arg)
 
 
 def cpu_seconds():

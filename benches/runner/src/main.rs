@@ -9,6 +9,10 @@
 //! scenario). Peak RSS is left to the harness, which reads it from wait4.
 //!
 //!     gantry-bench SPEC_JSON
+//!     gantry-bench @SPEC_FILE
+//!
+//! The `@` form reads the spec from a file: a spec naming 50,000 keys is larger than one
+//! command-line argument may be (Linux caps each at 128 KiB).
 //!
 //! Spec: {"endpoint","bucket","connections","part_size","memory_limit"?,"gantry_settings"?,"workloads":[{
 //!   "name","op":"get"|"put"|"stream-put","keys":[..],"in_flight","size",
@@ -95,10 +99,20 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 fn main() -> ExitCode {
     let Some(arg) = std::env::args().nth(1) else {
-        eprintln!("usage: gantry-bench SPEC_JSON");
+        eprintln!("usage: gantry-bench SPEC_JSON | @SPEC_FILE");
         return ExitCode::from(2);
     };
-    match run(&arg) {
+    let spec = match arg.strip_prefix('@') {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) => {
+                eprintln!("gantry-bench: cannot read {path}: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => arg,
+    };
+    match run(&spec) {
         Ok(line) => {
             println!("{line}");
             ExitCode::SUCCESS
