@@ -13,7 +13,7 @@ int main(int argc, char **argv) {
         gantry::Client client(gantry::Config().set("endpoint_url", argv[1]));
         client.put_file(argv[2], argv[3], argv[4]);
         std::string back = std::string(argv[4]) + ".back";
-        auto size = client.get_to_file(argv[2], argv[3], back);
+        auto size = client.download_to_file(argv[2], argv[3], back);
         std::cout << "uploaded " << argv[4] << " and downloaded " << size << " bytes into " << back << "\n";
     } catch (const gantry::Error &e) {
         std::cerr << e.what() << " (HTTP " << e.http_status() << ", " << e.s3_code() << ")\n";

@@ -344,11 +344,18 @@ public:
         }).wait();
         return out;
     }
-    uint64_t get_to_file(const std::string &bucket, const std::string &key, const std::string &path) const {
+    /// Downloads the whole object into the file at `path` (renamed into place on success; a
+    /// failed download leaves no file there); returns the object's size.
+    uint64_t download_to_file(const std::string &bucket, const std::string &key, const std::string &path) const {
         uint64_t size = 0;
         gantry_error *err = nullptr;
         detail::check(gantry_get_to_file(ptr_.get(), bucket.c_str(), key.c_str(), path.c_str(), &size, &err), err);
         return size;
+    }
+    /// The 0.2 name of download_to_file(), kept so existing callers build.
+    [[deprecated("use download_to_file")]] uint64_t get_to_file(const std::string &bucket, const std::string &key,
+                                                                const std::string &path) const {
+        return download_to_file(bucket, key, path);
     }
     /// Downloads what `options` select into caller memory (a range lands at the start of
     /// `buf`, which must hold the whole object or the whole range); returns the bytes written.
@@ -359,8 +366,8 @@ public:
     }
     /// Downloads what `options` select into the file at `path` (renamed into place on
     /// success); returns the bytes written.
-    uint64_t get_to_file_with(const std::string &bucket, const std::string &key, const GetOptions &options,
-                              const std::string &path) const {
+    uint64_t download_to_file_with(const std::string &bucket, const std::string &key, const GetOptions &options,
+                                   const std::string &path) const {
         gantry_get_destination dest{GANTRY_GET_DESTINATION_FILE, nullptr, 0, path.c_str()};
         return run_get(bucket, key, options, dest);
     }
@@ -390,9 +397,14 @@ public:
         detail::check(gantry_head_object(ptr_.get(), bucket.c_str(), key.c_str(), &size, &err), err);
         return size;
     }
-    void remove(const std::string &bucket, const std::string &key) const {
+    /// Deletes the object (S3 answers success for a key that does not exist).
+    void delete_object(const std::string &bucket, const std::string &key) const {
         gantry_error *err = nullptr;
         detail::check(gantry_delete_object(ptr_.get(), bucket.c_str(), key.c_str(), &err), err);
+    }
+    /// The 0.2 name of delete_object(), kept so existing callers build.
+    [[deprecated("use delete_object")]] void remove(const std::string &bucket, const std::string &key) const {
+        delete_object(bucket, key);
     }
     void create_bucket(const std::string &bucket) const {
         gantry_error *err = nullptr;

@@ -309,16 +309,30 @@ func (c *Client) Get(ctx context.Context, bucket, key string) ([]byte, error) {
 	return io.ReadAll(r)
 }
 
-// GetToFile downloads bucket/key into the file at path (atomically renamed on success; a
+// DownloadToFile downloads bucket/key into the file at path (atomically renamed on success; a
 // cancelled or failed download leaves no file at path).
-func (c *Client) GetToFile(ctx context.Context, bucket, key, path string) (int64, error) {
+func (c *Client) DownloadToFile(ctx context.Context, bucket, key, path string) (int64, error) {
 	return c.get(ctx, bucket, key, nil, nil, &path)
 }
 
-// GetToFileWith downloads what opts select of bucket/key (nil: as GetToFile) into the file at
-// path (a range is written at the start of the file) and returns the bytes written.
-func (c *Client) GetToFileWith(ctx context.Context, bucket, key string, opts *GetOptions, path string) (int64, error) {
+// DownloadToFileWith downloads what opts select of bucket/key (nil: as DownloadToFile) into the
+// file at path (a range is written at the start of the file) and returns the bytes written.
+func (c *Client) DownloadToFileWith(ctx context.Context, bucket, key string, opts *GetOptions, path string) (int64, error) {
 	return c.get(ctx, bucket, key, opts, nil, &path)
+}
+
+// GetToFile is DownloadToFile's 0.2 name.
+//
+// Deprecated: use DownloadToFile, the name the other languages use.
+func (c *Client) GetToFile(ctx context.Context, bucket, key, path string) (int64, error) {
+	return c.DownloadToFile(ctx, bucket, key, path)
+}
+
+// GetToFileWith is DownloadToFileWith's first name.
+//
+// Deprecated: use DownloadToFileWith.
+func (c *Client) GetToFileWith(ctx context.Context, bucket, key string, opts *GetOptions, path string) (int64, error) {
+	return c.DownloadToFileWith(ctx, bucket, key, opts, path)
 }
 
 // DownloadChecksum says whether a download checks its bytes against the object's stored

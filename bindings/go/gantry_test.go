@@ -114,7 +114,7 @@ func TestFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "dst")
-	if _, err := c.GetToFile(context.Background(), bucket, "file", dst); err != nil {
+	if _, err := c.DownloadToFile(context.Background(), bucket, "file", dst); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(dst)
@@ -152,7 +152,7 @@ func TestGetOptions(t *testing.T) {
 	}
 	dst := filepath.Join(t.TempDir(), "with")
 	opts = &GetOptions{Range: &ByteRange{Start: 7, End: 1007}, Checksum: DownloadChecksumSkip}
-	if n, err := c.GetToFileWith(ctx, bucket, "with", opts, dst); err != nil || n != 1000 {
+	if n, err := c.DownloadToFileWith(ctx, bucket, "with", opts, dst); err != nil || n != 1000 {
 		t.Fatalf("file range: %d, %v", n, err)
 	}
 	if got, _ := os.ReadFile(dst); !bytes.Equal(got, data[7:1007]) {
@@ -406,7 +406,7 @@ func TestContextCancelsDataCalls(t *testing.T) {
 		t.Fatal("buf was written after GetInto returned")
 	}
 
-	// GetToFile: a cancelled download leaves no file.
+	// GetToFile (the deprecated name, kept working): a cancelled download leaves no file.
 	dst := filepath.Join(t.TempDir(), "dst")
 	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)

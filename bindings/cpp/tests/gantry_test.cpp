@@ -90,7 +90,7 @@ TEST_F(GantryTest, FilesAndStreamingUpload) {
     std::ofstream(src, std::ios::binary) << data;
     client.put_file(bucket, "from-file", src);
     std::string dst = dir.path() + "/dst.bin";
-    EXPECT_EQ(client.get_to_file(bucket, "from-file", dst), data.size());
+    EXPECT_EQ(client.download_to_file(bucket, "from-file", dst), data.size());
     std::ifstream in(dst, std::ios::binary);
     std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_EQ(back, data);
@@ -214,7 +214,7 @@ TEST_F(GantryTest, GetOptionsRangeAndConditions) {
     // A range into a file, checksum verification off.
     ScratchDir dir;
     auto path = dir.path() + "/with";
-    EXPECT_EQ(client.get_to_file_with(bucket, "with",
+    EXPECT_EQ(client.download_to_file_with(bucket, "with",
                                       gantry::GetOptions().range(7, 1007).checksum(GANTRY_DOWNLOAD_CHECKSUM_SKIP), path),
               1000u);
     std::ifstream in(path, std::ios::binary);

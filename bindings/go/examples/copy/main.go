@@ -32,7 +32,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	n, err := c.GetToFile(context.Background(), bucket, key, file+".back")
+	n, err := c.DownloadToFile(context.Background(), bucket, key, file+".back")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
