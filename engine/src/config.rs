@@ -51,7 +51,11 @@ pub enum PayloadSigning {
 }
 
 /// Timeouts. Each one is honoured; none is infinite by default, so nothing hangs forever.
+///
+/// `#[non_exhaustive]`: start from [`Timeouts::default`] and use the setters, so a new
+/// timeout does not break callers.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Timeouts {
     /// TCP connect to one server address.
     pub connect: Duration,
@@ -107,8 +111,10 @@ impl Default for Timeouts {
     }
 }
 
-/// Retry policy for each request (a GET part, an UploadPart, ...).
+/// Retry policy for each request (a GET part, an UploadPart, ...). Built from
+/// [`RetryConfig::default`] with the setters (`#[non_exhaustive]`).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct RetryConfig {
     /// Attempts per request, including the first one. 1 disables retries.
     pub max_attempts: u32,
@@ -140,6 +146,7 @@ impl Default for RetryConfig {
 /// another connection; whichever delivers the next bytes first wins, byte by byte, so
 /// nothing is fetched into extra memory and nothing is delivered twice.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Hedging {
     /// Off by default: see BENCHMARKS.md for when it pays.
     pub enabled: bool,
@@ -158,6 +165,7 @@ impl Default for Hedging {
 
 /// End-to-end checksums. See [`ChecksumUpload`] for why the default is a header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Checksums {
     /// The CRC sent with uploads.
     pub algorithm: ChecksumAlgorithm,
@@ -173,6 +181,38 @@ impl Default for Checksums {
         Checksums { algorithm: ChecksumAlgorithm::Crc64Nvme, upload: ChecksumUpload::Header, verify_downloads: true }
     }
 }
+
+/// By-value setters named after the fields, for the `#[non_exhaustive]` settings structs:
+/// `Timeouts::default().first_byte(Duration::from_secs(5))`.
+macro_rules! setters {
+    ($ty:ident { $($field:ident: $t:ty),* $(,)? }) => {
+        impl $ty {
+            $(
+                #[doc = concat!("Sets [`", stringify!($ty), "::", stringify!($field), "`].")]
+                #[must_use]
+                pub fn $field(mut self, value: $t) -> Self {
+                    self.$field = value;
+                    self
+                }
+            )*
+        }
+    };
+}
+
+setters!(Timeouts {
+    connect: Duration,
+    tls_handshake: Duration,
+    first_byte: Duration,
+    read_idle: Duration,
+    min_throughput_bytes_per_sec: u64,
+    min_throughput_window: Duration,
+    pool_idle: Duration,
+    operation: Option<Duration>,
+    no_response: Duration,
+});
+setters!(RetryConfig { max_attempts: u32, initial_backoff: Duration, max_backoff: Duration, budget_tokens: u32 });
+setters!(Hedging { enabled: bool, latency_factor: f64, min_delay: Duration });
+setters!(Checksums { algorithm: ChecksumAlgorithm, upload: ChecksumUpload, verify_downloads: bool });
 
 /// A validated client configuration. Build it with [`ClientConfig::builder`].
 #[derive(Debug, Clone)]

@@ -139,8 +139,10 @@ pub struct ListPage {
     pub next_continuation_token: Option<String>,
 }
 
-/// Options of one ListObjectsV2 call.
+/// Options of one ListObjectsV2 call. Build it with [`ListOptions::new`] and the setters
+/// (`#[non_exhaustive]`, so a new option does not break callers).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ListOptions {
     /// Only keys starting with this.
     pub prefix: Option<String>,
@@ -150,6 +152,41 @@ pub struct ListOptions {
     pub max_keys: Option<u32>,
     /// Continue after a previous page.
     pub continuation_token: Option<String>,
+}
+
+impl ListOptions {
+    /// The first page of every key, at the server's page size.
+    pub fn new() -> Self {
+        ListOptions::default()
+    }
+
+    /// Sets [`ListOptions::prefix`].
+    #[must_use]
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = Some(prefix.into());
+        self
+    }
+
+    /// Sets [`ListOptions::delimiter`].
+    #[must_use]
+    pub fn delimiter(mut self, delimiter: impl Into<String>) -> Self {
+        self.delimiter = Some(delimiter.into());
+        self
+    }
+
+    /// Sets [`ListOptions::max_keys`].
+    #[must_use]
+    pub fn max_keys(mut self, max_keys: u32) -> Self {
+        self.max_keys = Some(max_keys);
+        self
+    }
+
+    /// Sets [`ListOptions::continuation_token`].
+    #[must_use]
+    pub fn continuation_token(mut self, token: impl Into<String>) -> Self {
+        self.continuation_token = Some(token.into());
+        self
+    }
 }
 
 /// An in-progress multipart upload as ListMultipartUploads reports it.

@@ -44,12 +44,10 @@ pub unsafe extern "C" fn gantry_list_objects(
             Ok(if p.is_null() { None } else { Some(unsafe { str_arg(p, what) }?.to_string()) })
         };
         let out_page = out_arg(out_page, "out_page")?;
-        let options = gantry::ListOptions {
-            prefix: optional(prefix, "prefix")?,
-            continuation_token: optional(continuation_token, "continuation_token")?,
-            max_keys: (max_keys > 0).then_some(max_keys),
-            ..Default::default()
-        };
+        let mut options = gantry::ListOptions::new();
+        options.prefix = optional(prefix, "prefix")?;
+        options.continuation_token = optional(continuation_token, "continuation_token")?;
+        options.max_keys = (max_keys > 0).then_some(max_keys);
         let page = client.block_on(client.list_objects(bucket, &options))?;
         let cstr = |s: &str| CString::new(s).map_err(|_| Failure::Invalid("a key contains NUL".into()));
         let out = gantry_list_page {

@@ -115,7 +115,7 @@ pub fn awkward_keys_round_trip(b: &Backend) {
             client.list_all(&bucket, None).await.unwrap().into_iter().map(|o| o.key).collect();
         assert_eq!(listed, written, "{}: the listing is exactly the keys written", b.name);
         // Listed in byte order, page by page.
-        let mut options = ListOptions { max_keys: Some(4), ..Default::default() };
+        let mut options = ListOptions::default().max_keys(4);
         let mut paged = Vec::new();
         loop {
             let page = client.list_objects(&bucket, &options).await.unwrap();

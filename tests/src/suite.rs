@@ -150,9 +150,7 @@ pub fn concurrent_transfers(b: &Backend) {
     let m = client.metrics();
     let verified_downloads = 2 * 4;
     assert!(m.connections_opened <= 3 + 1 + verified_downloads, "connection count must stay near the cap: {m:?}");
-    let plain = b.client(|c| {
-        c.max_connections(3).checksums(gantry::Checksums { verify_downloads: false, ..Default::default() })
-    });
+    let plain = b.client(|c| c.max_connections(3).checksums(gantry::Checksums::default().verify_downloads(false)));
     plain.block_on(async {
         for (k, d) in &objects {
             let mut buf = vec![0u8; d.len()];
@@ -336,7 +334,7 @@ pub fn list_pages_and_delete(b: &Backend) {
             client.put(&bucket, &format!("p/{i:03}"), vec![i as u8; i]).await.unwrap();
         }
         client.put(&bucket, "other", vec![1]).await.unwrap();
-        let mut options = ListOptions { prefix: Some("p/".into()), max_keys: Some(10), ..Default::default() };
+        let mut options = ListOptions::default().prefix("p/").max_keys(10);
         let mut keys = Vec::new();
         let mut pages = 0;
         loop {
@@ -430,9 +428,8 @@ pub fn signed_payloads(b: &Backend) {
 /// more than the read window (plus the part in hand) ahead of what was read.
 pub fn stream_backpressure(b: &Backend) {
     // Without verification: its unranged first GET receives a little past the first part.
-    let client = b.client(|c| {
-        c.read_window_bytes(2 * PART).checksums(gantry::Checksums { verify_downloads: false, ..Default::default() })
-    });
+    let client =
+        b.client(|c| c.read_window_bytes(2 * PART).checksums(gantry::Checksums::default().verify_downloads(false)));
     let bucket = b.bucket(&client);
     let data = pattern(12 * PART as usize, 5);
     client.block_on(async {
@@ -525,7 +522,9 @@ pub fn checksum_modes(b: &Backend) {
     let big = pattern((2 * PART + PART / 2) as usize, 32);
     for algorithm in [ChecksumAlgorithm::Crc64Nvme, ChecksumAlgorithm::Crc32c] {
         for upload in [ChecksumUpload::Header, ChecksumUpload::Trailer, ChecksumUpload::None] {
-            let client = b.client(|c| c.checksums(Checksums { algorithm, upload, verify_downloads: true }));
+            let client = b.client(|c| {
+                c.checksums(Checksums::default().algorithm(algorithm).upload(upload).verify_downloads(true))
+            });
             let bucket = b.bucket(&client);
             let what = format!("{} {algorithm:?} {upload:?}", b.name);
             client.block_on(async {

@@ -52,12 +52,12 @@ fn config(server: &FaultServer) -> ClientConfigBuilder {
         .max_connections(4)
         .memory_limit_bytes(64 * PART)
         .worker_threads(2)
-        .retry(RetryConfig {
-            max_attempts: 3,
-            initial_backoff: Duration::from_millis(5),
-            max_backoff: Duration::from_millis(20),
-            ..RetryConfig::default()
-        })
+        .retry(
+            RetryConfig::default()
+                .max_attempts(3)
+                .initial_backoff(Duration::from_millis(5))
+                .max_backoff(Duration::from_millis(20)),
+        )
 }
 
 fn client(server: &FaultServer) -> Client {
@@ -290,10 +290,8 @@ fn unverifiable_downloads_say_why() {
         }
         server.set_reject_attributes(false);
 
-        let off = Client::new(
-            config(&server).checksums(Checksums { verify_downloads: false, ..Checksums::default() }).build().unwrap(),
-        )
-        .unwrap();
+        let off = Client::new(config(&server).checksums(Checksums::default().verify_downloads(false)).build().unwrap())
+            .unwrap();
         let (got, info) = download(&off, "small-SHA256", Delivery::File).unwrap();
         assert_eq!(sha256(&got), sha256(&small));
         assert_eq!(info.verification, Some(Verification::NotVerified(NotVerifiedReason::Disabled)));
@@ -388,7 +386,7 @@ fn measure_verification_cost() {
                 .part_size_bytes(8 << 20)
                 .max_connections(8)
                 .memory_limit_bytes(512 << 20)
-                .checksums(Checksums { verify_downloads: verify, ..Checksums::default() })
+                .checksums(Checksums::default().verify_downloads(verify))
                 .build()
                 .unwrap(),
         )
@@ -419,7 +417,7 @@ fn own_uploads_download_verified() {
         let (small, big) = (pattern(SMALL, 5), pattern(BIG, 6));
         for algorithm in [ChecksumAlgorithm::Crc64Nvme, ChecksumAlgorithm::Crc32c] {
             for upload in [ChecksumUpload::Header, ChecksumUpload::Trailer, ChecksumUpload::None] {
-                let checksums = Checksums { algorithm, upload, verify_downloads: true };
+                let checksums = Checksums::default().algorithm(algorithm).upload(upload).verify_downloads(true);
                 let c = Client::new(config(&server).checksums(checksums).build().unwrap()).unwrap();
                 for (key, data) in [("up-small", &small), ("up-big", &big)] {
                     c.block_on(c.put(BUCKET, key, data.clone())).unwrap();

@@ -26,17 +26,13 @@ fn config(server: &FaultServer) -> ClientConfigBuilder {
         .max_connections(4)
         .memory_limit_bytes(64 * PART)
         .worker_threads(2)
-        .retry(RetryConfig {
-            max_attempts: 4,
-            initial_backoff: Duration::from_millis(5),
-            max_backoff: Duration::from_millis(50),
-            ..RetryConfig::default()
-        })
-        .timeouts(Timeouts {
-            first_byte: Duration::from_secs(2),
-            read_idle: Duration::from_millis(700),
-            ..Timeouts::default()
-        })
+        .retry(
+            RetryConfig::default()
+                .max_attempts(4)
+                .initial_backoff(Duration::from_millis(5))
+                .max_backoff(Duration::from_millis(50)),
+        )
+        .timeouts(Timeouts::default().first_byte(Duration::from_secs(2)).read_idle(Duration::from_millis(700)))
 }
 
 fn client(server: &FaultServer, tweak: impl FnOnce(ClientConfigBuilder) -> ClientConfigBuilder) -> Client {
@@ -263,12 +259,12 @@ fn get_trickle_below_floor_is_abandoned() {
         for how in DELIVERIES {
             arm(&server, [Rule::new(on_part(2), Fault::Trickle { bytes_per_sec: 20_000 }).times(1)]);
             let c = client(&server, |c| {
-                c.timeouts(Timeouts {
-                    read_idle: Duration::from_secs(5),
-                    min_throughput_bytes_per_sec: 1 << 20,
-                    min_throughput_window: Duration::from_millis(400),
-                    ..Timeouts::default()
-                })
+                c.timeouts(
+                    Timeouts::default()
+                        .read_idle(Duration::from_secs(5))
+                        .min_throughput_bytes_per_sec(1 << 20)
+                        .min_throughput_window(Duration::from_millis(400)),
+                )
             });
             let started = Instant::now();
             let got = download(&c, "k", how).unwrap();
@@ -288,11 +284,8 @@ fn get_first_byte_timeout_is_honoured() {
         let server = server_with("k", &data);
         server.set_shaping(Shaping { first_byte_delay: Duration::from_secs(5), conn_rate_bytes_per_sec: None });
         let c = client(&server, |c| {
-            c.timeouts(Timeouts { first_byte: Duration::from_millis(300), ..Timeouts::default() }).retry(RetryConfig {
-                max_attempts: 2,
-                initial_backoff: Duration::from_millis(5),
-                ..RetryConfig::default()
-            })
+            c.timeouts(Timeouts::default().first_byte(Duration::from_millis(300)))
+                .retry(RetryConfig::default().max_attempts(2).initial_backoff(Duration::from_millis(5)))
         });
         let started = Instant::now();
         let e = download(&c, "k", Delivery::Buffer).unwrap_err();
@@ -343,7 +336,7 @@ fn get_flipped_byte_without_verification_goes_unnoticed() {
         let data = pattern(PART as usize / 2, 12);
         let server = server_with("k", &data);
         server.add_rule(Rule::new(Match::op(Op::GetObject), Fault::FlipByte).times(1));
-        let c = client(&server, |c| c.checksums(Checksums { verify_downloads: false, ..Checksums::default() }));
+        let c = client(&server, |c| c.checksums(Checksums::default().verify_downloads(false)));
         let got = download(&c, "k", Delivery::Buffer).unwrap();
         assert_ne!(sha256(&got), sha256(&data));
     });
@@ -400,12 +393,13 @@ fn retry_budget_stops_hammering_a_failing_endpoint() {
         let server = server_with("k", &data);
         server.add_rule(Rule::new(Match::op(Op::GetObject), Fault::slow_down()));
         let c = client(&server, |c| {
-            c.retry(RetryConfig {
-                max_attempts: 10,
-                initial_backoff: Duration::from_millis(1),
-                max_backoff: Duration::from_millis(2),
-                budget_tokens: 12,
-            })
+            c.retry(
+                RetryConfig::default()
+                    .max_attempts(10)
+                    .initial_backoff(Duration::from_millis(1))
+                    .max_backoff(Duration::from_millis(2))
+                    .budget_tokens(12),
+            )
         });
         for _ in 0..5 {
             let e = download(&c, "k", Delivery::Buffer).unwrap_err();
@@ -423,9 +417,7 @@ fn operation_deadline_bounds_a_whole_download() {
         let data = pattern(SIZE, 18);
         let server = server_with("k", &data);
         server.set_shaping(Shaping { first_byte_delay: Duration::ZERO, conn_rate_bytes_per_sec: Some(2 << 20) });
-        let c = client(&server, |c| {
-            c.timeouts(Timeouts { operation: Some(Duration::from_millis(800)), ..Timeouts::default() })
-        });
+        let c = client(&server, |c| c.timeouts(Timeouts::default().operation(Some(Duration::from_millis(800)))));
         for how in DELIVERIES {
             let started = Instant::now();
             let e = download(&c, "k", how).unwrap_err();
@@ -466,12 +458,13 @@ fn seeded_random_fault_schedule() {
         let data = pattern(SIZE, 20);
         let server = server_with("k", &data);
         let c = client(&server, |c| {
-            c.retry(RetryConfig {
-                max_attempts: 8,
-                initial_backoff: Duration::from_millis(1),
-                max_backoff: Duration::from_millis(10),
-                budget_tokens: 0,
-            })
+            c.retry(
+                RetryConfig::default()
+                    .max_attempts(8)
+                    .initial_backoff(Duration::from_millis(1))
+                    .max_backoff(Duration::from_millis(10))
+                    .budget_tokens(0),
+            )
         });
         for seed in 0..12u64 {
             server.clear_rules();
@@ -518,8 +511,8 @@ fn hedging_finishes_a_stalled_part() {
         let data = pattern((parts * PART) as usize, 21);
         let server = server_with("k", &data);
         let c = client(&server, |c| {
-            c.hedging(Hedging { enabled: true, latency_factor: 3.0, min_delay: Duration::from_millis(300) })
-                .timeouts(Timeouts { read_idle: Duration::from_secs(30), ..Timeouts::default() })
+            c.hedging(Hedging::default().enabled(true).latency_factor(3.0).min_delay(Duration::from_millis(300)))
+                .timeouts(Timeouts::default().read_idle(Duration::from_secs(30)))
         });
         // Warm the latency reference, then stall one part for longer than the idle timeout.
         let _ = download_up_to(&c, "k", Delivery::Buffer, data.len()).unwrap();
@@ -659,7 +652,7 @@ fn put_stalled_answer_hits_first_byte_timeout() {
         let m = put_survives(
             rules,
             &data,
-            |c| c.timeouts(Timeouts { first_byte: Duration::from_millis(700), ..Timeouts::default() }),
+            |c| c.timeouts(Timeouts::default().first_byte(Duration::from_millis(700))),
             PUT_REQUESTS + 1,
         );
         assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
@@ -678,7 +671,9 @@ fn put_flipped_byte_is_caught_by_the_checksum() {
             (gantry::ChecksumAlgorithm::Crc32c, ChecksumUpload::Trailer),
         ] {
             let rules = || vec![Rule::new(Match::op(Op::UploadPart).part_number(2), Fault::FlipByte).times(1)];
-            let tweak = |c: ClientConfigBuilder| c.checksums(Checksums { algorithm, upload, verify_downloads: true });
+            let tweak = |c: ClientConfigBuilder| {
+                c.checksums(Checksums::default().algorithm(algorithm).upload(upload).verify_downloads(true))
+            };
             let m = put_survives(rules, &data, tweak, PUT_REQUESTS + 1);
             assert!(m.iter().all(|m| m.retries_by_class.checksum == 1), "{m:?}");
             // And a single PutObject.
@@ -697,7 +692,7 @@ fn put_flipped_byte_without_checksum_is_stored() {
         let server = FaultServer::start();
         server.create_bucket(BUCKET);
         server.add_rule(Rule::new(Match::op(Op::PutObject), Fault::FlipByte).times(1));
-        let c = client(&server, |c| c.checksums(Checksums { upload: ChecksumUpload::None, ..Checksums::default() }));
+        let c = client(&server, |c| c.checksums(Checksums::default().upload(ChecksumUpload::None)));
         upload(&c, "k", &data, Source::Buffer).unwrap();
         assert_ne!(server.object(BUCKET, "k").map(|o| sha256(&o)), Some(sha256(&data)));
     });
@@ -731,7 +726,7 @@ fn put_trailer_rejected_by_store_fails_fast() {
         let server = FaultServer::start();
         server.create_bucket(BUCKET);
         server.set_reject_trailers(true);
-        let c = client(&server, |c| c.checksums(Checksums { upload: ChecksumUpload::Trailer, ..Checksums::default() }));
+        let c = client(&server, |c| c.checksums(Checksums::default().upload(ChecksumUpload::Trailer)));
         let e = upload(&c, "k", &data, Source::Buffer).unwrap_err();
         assert_eq!((e.kind(), e.http_status()), (ErrorKind::ClientError, Some(501)), "{e}");
         assert_eq!(server.request_count(Op::PutObject), 1);
@@ -749,8 +744,7 @@ fn cancelled_upload_is_aborted() {
         let server = FaultServer::start();
         server.create_bucket(BUCKET);
         server.add_rule(Rule::new(Match::op(Op::UploadPart).part_number(4), Fault::Stall(Duration::from_secs(20))));
-        let c =
-            client(&server, |c| c.timeouts(Timeouts { first_byte: Duration::from_secs(30), ..Timeouts::default() }));
+        let c = client(&server, |c| c.timeouts(Timeouts::default().first_byte(Duration::from_secs(30))));
         c.block_on(async {
             let put = c.put(BUCKET, "k", data.clone());
             assert!(tokio_timeout(Duration::from_millis(700), put).await.is_none(), "still running");

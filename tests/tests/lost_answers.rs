@@ -28,13 +28,13 @@ fn client(server: &FaultServer) -> Client {
         .part_size_bytes(PART)
         .max_connections(4)
         .worker_threads(2)
-        .retry(RetryConfig {
-            max_attempts: 4,
-            initial_backoff: Duration::from_millis(5),
-            max_backoff: Duration::from_millis(50),
-            ..RetryConfig::default()
-        })
-        .timeouts(Timeouts { first_byte: Duration::from_secs(2), ..Timeouts::default() })
+        .retry(
+            RetryConfig::default()
+                .max_attempts(4)
+                .initial_backoff(Duration::from_millis(5))
+                .max_backoff(Duration::from_millis(50)),
+        )
+        .timeouts(Timeouts::default().first_byte(Duration::from_secs(2)))
         .build()
         .expect("config");
     Client::new(config).expect("client")

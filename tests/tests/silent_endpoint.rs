@@ -121,11 +121,9 @@ fn endpoint_that_answered_keeps_its_timeout_retries() {
     with_deadline(Duration::from_secs(60), || {
         let server = FaultServer::start();
         server.create_bucket("b");
-        let b = builder(&server.endpoint()).timeouts(Timeouts {
-            first_byte: Duration::from_millis(500),
-            no_response: Duration::from_millis(400),
-            ..Timeouts::default()
-        });
+        let b = builder(&server.endpoint()).timeouts(
+            Timeouts::default().first_byte(Duration::from_millis(500)).no_response(Duration::from_millis(400)),
+        );
         let c = client(b);
         // The first answer.
         c.block_on(c.put("b", "warm", Bytes::from_static(b"w"))).unwrap();
@@ -145,11 +143,9 @@ fn endpoint_that_never_answered_gets_the_bound() {
         let server = FaultServer::start();
         server.create_bucket("b");
         server.add_rule(Rule::new(Match::op(Op::PutObject).key("k"), Fault::Stall(Duration::from_secs(3))));
-        let c = client(builder(&server.endpoint()).timeouts(Timeouts {
-            first_byte: Duration::from_millis(500),
-            no_response: Duration::from_millis(400),
-            ..Timeouts::default()
-        }));
+        let c = client(builder(&server.endpoint()).timeouts(
+            Timeouts::default().first_byte(Duration::from_millis(500)).no_response(Duration::from_millis(400)),
+        ));
         let e = c.block_on(c.put("b", "k", Bytes::from_static(b"data"))).unwrap_err();
         assert_no_response(&e, &server.endpoint());
     });

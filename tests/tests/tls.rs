@@ -40,7 +40,7 @@ fn trust_is_enforced_and_explicit() {
                 .ignore_environment()
                 .endpoint_url(&b.endpoint)
                 .credentials(gantry::CredentialsSource::Static(gantry::Credentials::new(&b.keys.0, &b.keys.1)))
-                .retry(gantry::RetryConfig { max_attempts: 1, ..Default::default() })
+                .retry(gantry::RetryConfig::default().max_attempts(1))
                 .build()
                 .unwrap(),
         )
