@@ -15,8 +15,10 @@
  * ASYNCHRONOUS CALLS (*_start, ABI 0.2)
  *   gantry_get_start (with gantry_get_options and a gantry_get_destination: memory or a file;
  *   it replaces the deprecated gantry_get_into_start, gantry_get_range_into_start and
- *   gantry_get_to_file_start, which still work), gantry_put_buffer_start, gantry_put_file_start, gantry_head_object_start,
- *   gantry_delete_object_start and gantry_get_stream_start return a gantry_request at once.
+ *   gantry_get_to_file_start, which still work), gantry_put_buffer_start,
+ *   gantry_put_file_start, gantry_head_object_start (gantry_head_object_with_start with
+ *   options), gantry_delete_object_start and gantry_get_stream_start
+ *   (gantry_get_stream_with_start with options) return a gantry_request at once.
  *   The request runs as a task on the client's worker threads (no thread per request). Its
  *   done callback runs exactly once, last, on a worker thread; a stream's chunk callbacks run
  *   there too, one at a time, in object order. Callbacks on worker threads must return
@@ -114,7 +116,7 @@
 /*
  Minor version: grows when functions or result codes are added (compatible).
  */
-#define GANTRY_VERSION_MINOR 3
+#define GANTRY_VERSION_MINOR 4
 
 /*
  Patch version: fixes only.
@@ -320,21 +322,6 @@ typedef struct gantry_request gantry_request;
 typedef struct gantry_upload gantry_upload;
 
 /*
- Fetches credentials for the engine (see `gantry_config_set_credentials_provider` for the
- thread, reentrancy and ownership rules). Fill `out` with `gantry_credentials_out_set` and
- return 0; or return non-zero to fail this fetch, optionally after
- `gantry_credentials_out_fail(out, "why")`. `out` is lent for the duration of the call only.
- An int rather than a `gantry_result`: a C enum may carry any int, which Rust must not read
- as an enum.
- */
-typedef int32_t (*gantry_credentials_fn)(void *user_data, gantry_credentials_out *out);
-
-/*
- Gives `user_data` back to its owner once gantry holds no more reference to it.
- */
-typedef void (*gantry_user_data_free_fn)(void *user_data);
-
-/*
  Settings of one download (the engine's `GetOptions`): a plain value the caller owns,
  read during the `gantry_get_start` / `gantry_get` call only (its strings are copied), so it
  may live on the stack and be reused or freed as soon as the call returned.
@@ -394,6 +381,21 @@ typedef struct {
    */
   uint64_t part_size_bytes;
 } gantry_get_options;
+
+/*
+ Fetches credentials for the engine (see `gantry_config_set_credentials_provider` for the
+ thread, reentrancy and ownership rules). Fill `out` with `gantry_credentials_out_set` and
+ return 0; or return non-zero to fail this fetch, optionally after
+ `gantry_credentials_out_fail(out, "why")`. `out` is lent for the duration of the call only.
+ An int rather than a `gantry_result`: a C enum may carry any int, which Rust must not read
+ as an enum.
+ */
+typedef int32_t (*gantry_credentials_fn)(void *user_data, gantry_credentials_out *out);
+
+/*
+ Gives `user_data` back to its owner once gantry holds no more reference to it.
+ */
+typedef void (*gantry_user_data_free_fn)(void *user_data);
 
 /*
  The destination of `gantry_get_start` / `gantry_get`: `kind` says which of the other
@@ -724,6 +726,21 @@ gantry_result gantry_head_object(const gantry_client *client,
                                  const char *key,
                                  uint64_t *out_size,
                                  gantry_error **out_err);
+
+/*
+ HeadObject with the conditions and version of `options` (NULL: as `gantry_head_object`):
+ `gantry_head_object_with_start` plus a wait. Writes the object's size to `*out_size` (may
+ be NULL). Fails with GANTRY_RESULT_INVALID_STATE in a callback of a `*_start` request.
+
+ # Safety
+ As for `gantry_head_object_with_start`.
+ */
+gantry_result gantry_head_object_with(const gantry_client *client,
+                                      const char *bucket,
+                                      const char *key,
+                                      const gantry_get_options *options,
+                                      uint64_t *out_size,
+                                      gantry_error **out_err);
 
 /*
  DeleteObject.
@@ -1289,6 +1306,29 @@ gantry_result gantry_head_object_start(const gantry_client *client,
                                        gantry_error **out_err);
 
 /*
+ Starts a HeadObject with the conditions and version of `options` (NULL: as
+ `gantry_head_object_start`); the request's size is the object's size. `version_id` heads
+ that version; `if_match` that does not match ends the request with
+ GANTRY_RESULT_PRECONDITION_FAILED (HTTP 412), `if_none_match` that matches with
+ GANTRY_RESULT_NOT_MODIFIED (HTTP 304). A HEAD reads no bytes, so a range or a part size
+ is refused with GANTRY_RESULT_INVALID_ARGUMENT (rather than ignored); `checksum` is
+ ignored. `done` (may be NULL) runs once on a worker thread. `options` is read during the
+ call only (strings copied).
+
+ # Safety
+ As for `gantry_head_object_start`; `options` is NULL or points to `options->struct_size`
+ readable bytes.
+ */
+gantry_result gantry_head_object_with_start(const gantry_client *client,
+                                            const char *bucket,
+                                            const char *key,
+                                            const gantry_get_options *options,
+                                            gantry_done_fn done,
+                                            void *user_data,
+                                            gantry_request **out_request,
+                                            gantry_error **out_err);
+
+/*
  Starts a DeleteObject (size 0).
 
  # Safety
@@ -1361,7 +1401,8 @@ gantry_result gantry_get_async(const gantry_client *client,
  more with `gantry_request_open_window` (a chunk is split at the window's edge);
  UINT64_MAX means no window. While the window is closed no further parts are fetched beyond
  the client's `read_window`, so memory stays bounded however slowly the caller consumes.
- `gantry_request_size` gives the bytes delivered.
+ `gantry_request_size` gives the bytes delivered. `gantry_get_stream_with_start` is the
+ same with a `gantry_get_options` (conditions, a version, the checksum mode).
 
  # Safety
  `client` is live and outlives the request; strings are NUL-terminated; `user_data` stays
@@ -1378,6 +1419,34 @@ gantry_result gantry_get_stream_start(const gantry_client *client,
                                       void *user_data,
                                       gantry_request **out_request,
                                       gantry_error **out_err);
+
+/*
+ Starts an in-order stream of what `options` select of bucket/key (NULL options: the whole
+ current object with the client's settings): `gantry_get_stream_start` with the one request
+ shape of `gantry_get_start`. With a range, `chunk`'s offsets start at `range_start` and
+ `range_end` UINT64_MAX reads to the end. `if_match` / `if_none_match` end the request with
+ GANTRY_RESULT_PRECONDITION_FAILED / GANTRY_RESULT_NOT_MODIFIED before any chunk;
+ `version_id` streams that version; `checksum` and `part_size_bytes` apply as for
+ `gantry_get_start`, except that a stream failing verification ends with
+ GANTRY_RESULT_CHECKSUM_MISMATCH without a refetch (the chunks already handed over cannot
+ be taken back). Callbacks, window, threads and ownership: as `gantry_get_stream_start`.
+ `options` is read during the call only (its strings are copied). A bad options struct is
+ GANTRY_RESULT_INVALID_ARGUMENT from the call.
+
+ # Safety
+ As for `gantry_get_stream_start`; `options` is NULL or points to `options->struct_size`
+ readable bytes.
+ */
+gantry_result gantry_get_stream_with_start(const gantry_client *client,
+                                           const char *bucket,
+                                           const char *key,
+                                           const gantry_get_options *options,
+                                           uint64_t initial_window,
+                                           gantry_chunk_fn chunk,
+                                           gantry_done_fn done,
+                                           void *user_data,
+                                           gantry_request **out_request,
+                                           gantry_error **out_err);
 
 /*
  Starts a streaming upload to bucket/key.

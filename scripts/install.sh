@@ -10,7 +10,7 @@
 #   lib/pkgconfig/gantry.pc          -lgantry; Libs.private lists the system libraries of a static link
 #   lib/pkgconfig/gantry-static.pc   libgantry.a and those system libraries
 #   lib/cmake/gantry/gantryConfig.cmake, gantryConfigVersion.cmake
-#                                    find_package(gantry 0.3): gantry::gantry, gantry::gantry_static
+#                                    find_package(gantry 0.4): gantry::gantry, gantry::gantry_static
 #
 #   scripts/install.sh --prefix /usr/local
 #   DESTDIR=/tmp/pkgroot scripts/install.sh --prefix /usr     # packaging: files go under DESTDIR,

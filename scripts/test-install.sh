@@ -8,7 +8,7 @@
 #   - examples/copy.c with `pkg-config --cflags --libs gantry`, and statically with
 #     gantry-static.pc (libgantry.a + the system libraries rustc lists), run with libgantry.so
 #     moved away;
-#   - a fresh CMake project: find_package(gantry 0.3) (1.0 and 0.4 refused), examples/copy.cpp
+#   - a fresh CMake project: find_package(gantry 0.4) (1.0 and 0.5 refused), examples/copy.cpp
 #     with gantry::gantry and with gantry::gantry_static;
 #   - add_subdirectory(<checkout>/bindings/cpp) from outside, with GoogleTest made unfindable:
 #     configures and builds without gantry's tests, examples or -Werror;
@@ -106,19 +106,19 @@ cc -Wall -Wextra -Werror -o "$work/bin/copy_c_static" "$work/src/copy.c" $(pkg-c
 check_elf "$work/bin/copy_c_static" static
 ok "built copy_c (NEEDED $soname, no RUNPATH) and copy_c_static (no libgantry.so needed)"
 
-echo "-- CMake: a fresh project with find_package(gantry 0.3)"
+echo "-- CMake: a fresh project with find_package(gantry 0.4)"
 mkdir -p "$work/cmake"
 cp "$repo/examples/copy.cpp" "$work/cmake/"
 cat >"$work/cmake/CMakeLists.txt" <<'EOF'
 cmake_minimum_required(VERSION 3.16)
 project(gantry_consumer LANGUAGES C CXX)
-foreach(too_new 1.0 0.4)
+foreach(too_new 1.0 0.5)
     find_package(gantry ${too_new} QUIET)
     if(gantry_FOUND)
         message(FATAL_ERROR "gantry ${gantry_VERSION} accepted a request for ${too_new}")
     endif()
 endforeach()
-find_package(gantry 0.3 REQUIRED)
+find_package(gantry 0.4 REQUIRED)
 message(STATUS "gantry ${gantry_VERSION} from ${gantry_DIR}")
 add_executable(copy_cpp copy.cpp)
 target_compile_features(copy_cpp PRIVATE cxx_std_17)
@@ -134,7 +134,7 @@ cmake -S "$work/cmake" -B "$work/cmake/build" "${gen[@]}" -DCMAKE_PREFIX_PATH="$
 cmake --build "$work/cmake/build" >>"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; fail "cmake build"; }
 check_elf "$work/cmake/build/copy_cpp" shared
 check_elf "$work/cmake/build/copy_cpp_static" static
-ok "find_package(gantry 0.3) (1.0, 0.4 refused): copy_cpp with gantry::gantry, copy_cpp_static with gantry::gantry_static"
+ok "find_package(gantry 0.4) (1.0, 0.5 refused): copy_cpp with gantry::gantry, copy_cpp_static with gantry::gantry_static"
 
 echo "-- CMake: add_subdirectory(<checkout>/bindings/cpp) from outside, GoogleTest unfindable"
 mkdir -p "$work/subdir"

@@ -7,6 +7,7 @@ use std::ptr::null_mut;
 
 use crate::client::{client_arg, gantry_client};
 use crate::error::{gantry_error, gantry_result};
+use crate::get::gantry_get_options;
 use crate::guard::{str_arg, Failure};
 use crate::handle::Boxed;
 use crate::request::gantry_request;
@@ -178,6 +179,31 @@ pub unsafe extern "C" fn gantry_head_object(
         // SAFETY: the arguments are forwarded under the same contract; the call waits.
         let size =
             unsafe { wait_for(|req, err| gantry_head_object_start(client, bucket, key, None, null_mut(), req, err)) }?;
+        write_out(out_size, size);
+        Ok(())
+    })
+}
+
+/// HeadObject with the conditions and version of `options` (NULL: as `gantry_head_object`):
+/// `gantry_head_object_with_start` plus a wait. Writes the object's size to `*out_size` (may
+/// be NULL). Fails with GANTRY_RESULT_INVALID_STATE in a callback of a `*_start` request.
+///
+/// # Safety
+/// As for `gantry_head_object_with_start`.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_head_object_with(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    options: *const gantry_get_options,
+    out_size: *mut u64,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    ffi_fn!(blocking(out_err), || {
+        // SAFETY: the arguments are forwarded under the same contract; the call waits.
+        let size = unsafe {
+            wait_for(|req, err| gantry_head_object_with_start(client, bucket, key, options, None, null_mut(), req, err))
+        }?;
         write_out(out_size, size);
         Ok(())
     })

@@ -44,7 +44,7 @@ pub use upload::*;
 /// Major version: changes when the ABI breaks.
 pub const GANTRY_VERSION_MAJOR: u32 = 0;
 /// Minor version: grows when functions or result codes are added (compatible).
-pub const GANTRY_VERSION_MINOR: u32 = 3;
+pub const GANTRY_VERSION_MINOR: u32 = 4;
 /// Patch version: fixes only.
 pub const GANTRY_VERSION_PATCH: u32 = 0;
 

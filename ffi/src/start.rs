@@ -10,7 +10,7 @@ use futures::channel::oneshot;
 
 use crate::client::{client_arg, gantry_client};
 use crate::error::{gantry_error, gantry_result};
-use crate::get::{start_get, Destination};
+use crate::get::{gantry_get_options, read_options, start_get, Destination};
 use crate::guard::{str_arg, Failure};
 use crate::request::{gantry_done_fn, gantry_request, start, Runner, Shared};
 
@@ -289,8 +289,55 @@ pub unsafe extern "C" fn gantry_head_object_start(
 ) -> gantry_result {
     ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
-        start_op(client, done, user_data, out_request, async move { Ok(c.head_object(&bucket, &key).await?.size) })
+        let args = unsafe { object_args(client, bucket, key)? };
+        start_head(args, gantry::GetOptions::new(), done, user_data, out_request)
+    })
+}
+
+/// Starts a HeadObject with the conditions and version of `options` (NULL: as
+/// `gantry_head_object_start`); the request's size is the object's size. `version_id` heads
+/// that version; `if_match` that does not match ends the request with
+/// GANTRY_RESULT_PRECONDITION_FAILED (HTTP 412), `if_none_match` that matches with
+/// GANTRY_RESULT_NOT_MODIFIED (HTTP 304). A HEAD reads no bytes, so a range or a part size
+/// is refused with GANTRY_RESULT_INVALID_ARGUMENT (rather than ignored); `checksum` is
+/// ignored. `done` (may be NULL) runs once on a worker thread. `options` is read during the
+/// call only (strings copied).
+///
+/// # Safety
+/// As for `gantry_head_object_start`; `options` is NULL or points to `options->struct_size`
+/// readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_head_object_with_start(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    options: *const gantry_get_options,
+    done: gantry_done_fn,
+    user_data: *mut c_void,
+    out_request: *mut *mut gantry_request,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    ffi_fn!(out_err, || {
+        // SAFETY: per the contract above.
+        let (args, options) = unsafe { (object_args(client, bucket, key)?, read_options(options)?) };
+        if options.range.is_some() || options.part_size_bytes.is_some() {
+            return Err(Failure::Invalid("a HEAD reads no bytes: options must not set a range or a part size".into()));
+        }
+        start_head(args, options, done, user_data, out_request)
+    })
+}
+
+/// The one path of both HEAD calls.
+fn start_head(
+    args: ObjectArgs<'_>,
+    options: gantry::GetOptions,
+    done: gantry_done_fn,
+    user_data: *mut c_void,
+    out_request: *mut *mut gantry_request,
+) -> Result<(), Failure> {
+    let ObjectArgs { client, owned: c, bucket, key } = args;
+    start_op(client, done, user_data, out_request, async move {
+        Ok(c.head_object_with(&bucket, &key, &options).await?.size)
     })
 }
 

@@ -1,6 +1,7 @@
 //! In-order streaming GETs with callbacks: `gantry_get_async` (its own thread, callbacks may
-//! block) and `gantry_get_stream_start` (on the workers, a read window the caller opens, and
-//! chunks the caller may keep past the callback with `gantry_chunk_retain`).
+//! block) and `gantry_get_stream_start` / `gantry_get_stream_with_start` (on the workers, a
+//! read window the caller opens, and chunks the caller may keep past the callback with
+//! `gantry_chunk_retain`).
 
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::Ordering;
@@ -10,6 +11,7 @@ use bytes::Bytes;
 
 use crate::client::gantry_client;
 use crate::error::{gantry_error, gantry_result};
+use crate::get::{gantry_get_options, read_options};
 use crate::guard::{in_worker_callback, Failure};
 use crate::handle::{borrow, Boxed};
 use crate::request::{cancelled, gantry_done_fn, gantry_request, start, Runner, Shared, UserData};
@@ -136,7 +138,8 @@ pub unsafe extern "C" fn gantry_get_async(
 /// more with `gantry_request_open_window` (a chunk is split at the window's edge);
 /// UINT64_MAX means no window. While the window is closed no further parts are fetched beyond
 /// the client's `read_window`, so memory stays bounded however slowly the caller consumes.
-/// `gantry_request_size` gives the bytes delivered.
+/// `gantry_request_size` gives the bytes delivered. `gantry_get_stream_with_start` is the
+/// same with a `gantry_get_options` (conditions, a version, the checksum mode).
 ///
 /// # Safety
 /// `client` is live and outlives the request; strings are NUL-terminated; `user_data` stays
@@ -157,32 +160,81 @@ pub unsafe extern "C" fn gantry_get_stream_start(
 ) -> gantry_result {
     ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
+        let args = unsafe { object_args(client, bucket, key)? };
         if length == 0 {
             return Err(Failure::Invalid("length must not be 0".into()));
         }
-        let whole = offset == 0 && length == u64::MAX;
-        let range = offset..offset.saturating_add(length);
-        let user = UserData(user_data);
-        start(client, Runner::Worker, done, user_data, out_request, initial_window, move |shared| {
-            let fut = async move {
-                let opened = if whole {
-                    c.get_stream(&bucket, &key).await
-                } else {
-                    c.get_range_stream(&bucket, &key, range).await
-                };
-                let stream = opened.map_err(|e| gantry_error::from_engine(&e))?;
-                let user = user;
-                deliver(stream, offset, &shared, move |data, offset| {
-                    let Some(f) = chunk else { return 0 };
-                    let lent = gantry_chunk { data: data.clone() };
-                    // SAFETY: the caller's callback; data and the lent chunk live through the call.
-                    in_worker_callback(|| unsafe { f(user.get(), data.as_ptr(), data.len(), offset, &lent) })
-                })
-                .await
-            };
-            (fut, std::future::ready(()))
-        })
+        let mut options = gantry::GetOptions::new();
+        if !(offset == 0 && length == u64::MAX) {
+            options = options.range(offset..offset.saturating_add(length));
+        }
+        start_stream(args, options, initial_window, chunk, done, user_data, out_request)
+    })
+}
+
+/// Starts an in-order stream of what `options` select of bucket/key (NULL options: the whole
+/// current object with the client's settings): `gantry_get_stream_start` with the one request
+/// shape of `gantry_get_start`. With a range, `chunk`'s offsets start at `range_start` and
+/// `range_end` UINT64_MAX reads to the end. `if_match` / `if_none_match` end the request with
+/// GANTRY_RESULT_PRECONDITION_FAILED / GANTRY_RESULT_NOT_MODIFIED before any chunk;
+/// `version_id` streams that version; `checksum` and `part_size_bytes` apply as for
+/// `gantry_get_start`, except that a stream failing verification ends with
+/// GANTRY_RESULT_CHECKSUM_MISMATCH without a refetch (the chunks already handed over cannot
+/// be taken back). Callbacks, window, threads and ownership: as `gantry_get_stream_start`.
+/// `options` is read during the call only (its strings are copied). A bad options struct is
+/// GANTRY_RESULT_INVALID_ARGUMENT from the call.
+///
+/// # Safety
+/// As for `gantry_get_stream_start`; `options` is NULL or points to `options->struct_size`
+/// readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_get_stream_with_start(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    options: *const gantry_get_options,
+    initial_window: u64,
+    chunk: gantry_chunk_fn,
+    done: gantry_done_fn,
+    user_data: *mut c_void,
+    out_request: *mut *mut gantry_request,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    ffi_fn!(out_err, || {
+        // SAFETY: per the contract above.
+        let (args, options) = unsafe { (object_args(client, bucket, key)?, read_options(options)?) };
+        start_stream(args, options, initial_window, chunk, done, user_data, out_request)
+    })
+}
+
+/// The one path of the worker-run streams: opens `options` of the object as an engine stream
+/// and delivers it to `chunk` within the read window.
+fn start_stream(
+    args: ObjectArgs<'_>,
+    options: gantry::GetOptions,
+    initial_window: u64,
+    chunk: gantry_chunk_fn,
+    done: gantry_done_fn,
+    user_data: *mut c_void,
+    out_request: *mut *mut gantry_request,
+) -> Result<(), Failure> {
+    let ObjectArgs { client, owned: c, bucket, key } = args;
+    let offset = options.range.as_ref().map_or(0, |r| r.start);
+    let user = UserData(user_data);
+    start(client, Runner::Worker, done, user_data, out_request, initial_window, move |shared| {
+        let fut = async move {
+            let opened = c.get_stream_with(&bucket, &key, &options).await;
+            let stream = opened.map_err(|e| gantry_error::from_engine(&e))?;
+            let user = user;
+            deliver(stream, offset, &shared, move |data, offset| {
+                let Some(f) = chunk else { return 0 };
+                let lent = gantry_chunk { data: data.clone() };
+                // SAFETY: the caller's callback; data and the lent chunk live through the call.
+                in_worker_callback(|| unsafe { f(user.get(), data.as_ptr(), data.len(), offset, &lent) })
+            })
+            .await
+        };
+        (fut, std::future::ready(()))
     })
 }
 

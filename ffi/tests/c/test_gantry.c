@@ -867,6 +867,111 @@ static void test_get_options(gantry_client *c, const char *bucket, const char *d
     free(want);
 }
 
+/* gantry_get_stream_with_start and gantry_head_object_with: the options shape on streams and
+ * HEADs (a range, conditions), NULL options as the plain calls. */
+static void test_stream_and_head_options(gantry_client *c, const char *bucket) {
+    size_t len = 3 * PART + 11;
+    unsigned char *want = pattern(len, 4);
+    char key[64];
+    snprintf(key, sizeof key, "obj-%zu", len);
+    const char *hello_etag = "\"5d41402abc4b2a76b9719d911017c592\"", *other_etag = "\"0123456789abcdef0123456789abcdef\"";
+    CHECK(gantry_put_buffer(c, bucket, "hello", (const uint8_t *)"hello", 5, NULL) == GANTRY_RESULT_OK, "put hello");
+    struct stream_sink s;
+    memset(&s, 0, sizeof s);
+    s.buf = malloc(len);
+    s.in_order = 1;
+    s.window_total = UINT64_MAX;
+    gantry_request *req = NULL;
+    gantry_error *err = NULL;
+    uint64_t size = 0;
+
+    /* A range across a part boundary, offsets from range_start. */
+    gantry_get_options o;
+    gantry_get_options_init(&o);
+    o.has_range = true;
+    o.range_start = PART - 5;
+    o.range_end = PART + 5;
+    s.start = PART - 5;
+    CHECK(gantry_get_stream_with_start(c, bucket, key, &o, UINT64_MAX, on_chunk, sink_done, &s, &req, NULL) ==
+              GANTRY_RESULT_OK, "ranged stream start");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK, "ranged stream wait");
+    gantry_request_size(req, &size, NULL);
+    CHECK(size == 10 && s.got == 10 && s.in_order && memcmp(s.buf, want + PART - 5, 10) == 0,
+          "ranged stream bytes (%llu, order %d)", (unsigned long long)s.got, s.in_order);
+    CHECK(s.done.calls == 1 && s.done.result == GANTRY_RESULT_OK, "ranged stream done once");
+    gantry_request_free(req);
+    for (int i = 0; i < s.nkept; i++) gantry_chunk_release(s.kept[i].chunk);
+    free(s.buf);
+
+    /* NULL options: the whole object, as gantry_get_stream_start. */
+    memset(&s, 0, sizeof s);
+    s.buf = malloc(len);
+    s.in_order = 1;
+    s.window_total = UINT64_MAX;
+    CHECK(gantry_get_stream_with_start(c, bucket, key, NULL, UINT64_MAX, on_chunk, NULL, &s, &req, NULL) ==
+              GANTRY_RESULT_OK, "NULL options stream");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK, "NULL options stream wait");
+    CHECK(s.got == len && s.in_order && memcmp(s.buf, want, len) == 0, "whole stream bytes (%llu)", (unsigned long long)s.got);
+    gantry_request_free(req);
+    for (int i = 0; i < s.nkept; i++) gantry_chunk_release(s.kept[i].chunk);
+    free(s.buf);
+
+    /* If-Match of another ETag: 412, and not one chunk. */
+    memset(&s, 0, sizeof s);
+    s.buf = malloc(len);
+    s.window_total = UINT64_MAX;
+    gantry_get_options_init(&o);
+    o.if_match = other_etag;
+    CHECK(gantry_get_stream_with_start(c, bucket, "hello", &o, UINT64_MAX, on_chunk, NULL, &s, &req, NULL) ==
+              GANTRY_RESULT_OK, "if_match stream start");
+    CHECK(gantry_request_wait(req, &err) == GANTRY_RESULT_PRECONDITION_FAILED, "stream 412");
+    CHECK(gantry_error_http_status(err) == 412 && s.got == 0, "412 status %u, %llu bytes", gantry_error_http_status(err),
+          (unsigned long long)s.got);
+    gantry_error_free(err);
+    err = NULL;
+    gantry_request_free(req);
+    o.if_match = hello_etag;
+    CHECK(gantry_get_stream_with_start(c, bucket, "hello", &o, UINT64_MAX, on_chunk, NULL, &s, &req, NULL) ==
+              GANTRY_RESULT_OK, "if_match hit stream start");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_OK && s.got == 5 && memcmp(s.buf, "hello", 5) == 0,
+          "if_match hit stream bytes");
+    gantry_request_free(req);
+    for (int i = 0; i < s.nkept; i++) gantry_chunk_release(s.kept[i].chunk);
+    free(s.buf);
+    o.struct_size = 4;
+    CHECK(gantry_get_stream_with_start(c, bucket, key, &o, UINT64_MAX, on_chunk, NULL, &s, &req, NULL) ==
+              GANTRY_RESULT_INVALID_ARGUMENT, "stream, bad struct_size");
+
+    /* HEAD: conditions, NULL options, and what a HEAD cannot do. */
+    gantry_get_options_init(&o);
+    o.if_none_match = hello_etag;
+    CHECK(gantry_head_object_with(c, bucket, "hello", &o, &size, &err) == GANTRY_RESULT_NOT_MODIFIED, "head 304");
+    CHECK(gantry_error_http_status(err) == 304, "head 304 status %u", gantry_error_http_status(err));
+    gantry_error_free(err);
+    err = NULL;
+    o.if_none_match = NULL;
+    o.if_match = hello_etag;
+    size = 0;
+    CHECK(gantry_head_object_with(c, bucket, "hello", &o, &size, NULL) == GANTRY_RESULT_OK && size == 5, "head if_match hit");
+    o.if_match = other_etag;
+    CHECK(gantry_head_object_with_start(c, bucket, "hello", &o, NULL, NULL, &req, NULL) == GANTRY_RESULT_OK, "head start");
+    CHECK(gantry_request_wait(req, NULL) == GANTRY_RESULT_PRECONDITION_FAILED, "head 412");
+    gantry_request_free(req);
+    size = 0;
+    CHECK(gantry_head_object_with(c, bucket, key, NULL, &size, NULL) == GANTRY_RESULT_OK && size == len, "head NULL options");
+    gantry_get_options_init(&o);
+    o.has_range = true;
+    o.range_start = 0;
+    o.range_end = 10;
+    CHECK(gantry_head_object_with(c, bucket, key, &o, NULL, &err) == GANTRY_RESULT_INVALID_ARGUMENT, "head with a range");
+    CHECK(strstr(gantry_error_message(err), "HEAD") != NULL, "says why: %s", gantry_error_message(err));
+    gantry_error_free(err);
+    gantry_get_options_init(&o);
+    o.part_size_bytes = 1u << 20;
+    CHECK(gantry_head_object_with(c, bucket, key, &o, NULL, NULL) == GANTRY_RESULT_INVALID_ARGUMENT, "head with a part size");
+    free(want);
+}
+
 int main(int argc, char **argv) {
     const char *endpoint = getenv("GANTRY_TEST_ENDPOINT");
     const char *dir = argc > 1 ? argv[1] : "/tmp";
@@ -887,6 +992,7 @@ int main(int argc, char **argv) {
     test_start(c, bucket, dir);
     test_get_options(c, bucket, dir);
     test_stream_window(c, bucket);
+    test_stream_and_head_options(c, bucket);
     test_upload_owned_and_cancel(c, bucket);
     test_metrics_ex(c);
     test_fork(c, bucket, endpoint);
