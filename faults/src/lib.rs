@@ -53,6 +53,7 @@
 
 mod checksum;
 mod conn;
+pub mod express;
 mod faults;
 mod http_util;
 mod rules;
@@ -77,6 +78,7 @@ use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
 pub use checksum::ChecksumAlgo;
+pub use express::{ExpressSettings, ExpressStats};
 pub use faults::Fault;
 pub use rules::{Match, Op, RequestRecord, Rule};
 pub use shaping::Shaping;
@@ -109,6 +111,8 @@ pub(crate) struct State {
     reject_attributes: AtomicBool,
     /// Buckets that live in another region than the one requests are signed for.
     bucket_regions: Mutex<std::collections::HashMap<String, String>>,
+    /// S3 Express One Zone sessions (off until a test enables them).
+    express: express::Express,
     counter: AtomicU64,
 }
 
@@ -127,6 +131,7 @@ impl State {
             reject_trailers: AtomicBool::new(false),
             reject_attributes: AtomicBool::new(false),
             bucket_regions: Mutex::new(Default::default()),
+            express: Default::default(),
             counter: AtomicU64::new(0),
         }
     }
@@ -324,6 +329,30 @@ impl FaultServer {
     /// NotImplemented, so clients' fallback paths can be tested.
     pub fn set_reject_trailers(&self, reject: bool) {
         self.state.reject_trailers.store(reject, Ordering::Relaxed);
+    }
+
+    /// Serves directory buckets (`<base>--<az-id>--x-s3`) as S3 Express One Zone does:
+    /// `CreateSession` (signed with `settings`' base key for `s3express`) hands out sessions,
+    /// and every other request to such a bucket must carry a live session token and be signed
+    /// with its key (see [`express`]). Other buckets are unaffected.
+    pub fn enable_express(&self, settings: ExpressSettings) {
+        self.state.express.enable(settings);
+    }
+
+    /// Sets how long sessions made from now on last.
+    pub fn set_express_session_lifetime(&self, lifetime: std::time::Duration) {
+        self.state.express.set_lifetime(lifetime);
+    }
+
+    /// Revokes every live session, as if S3 had dropped them: their next request is refused
+    /// with 403 AccessDenied.
+    pub fn revoke_express_sessions(&self) {
+        self.state.express.revoke_all();
+    }
+
+    /// Sessions created, requests refused and authorized so far.
+    pub fn express_stats(&self) -> ExpressStats {
+        self.state.express.stats()
     }
 
     /// Places `bucket` in `region`, as S3 answers a request signed for another region: HEAD

@@ -33,13 +33,16 @@ pub enum Op {
     DeleteObject,
     /// `PUT /bucket`.
     CreateBucket,
+    /// `GET /bucket?session`: S3 Express One Zone's CreateSession (see
+    /// [`crate::FaultServer::enable_express`]).
+    CreateSession,
     /// Anything else (HeadBucket, DeleteBucket, ListBuckets, DeleteObjects, unsupported calls).
     Other,
 }
 
 impl Op {
     /// All variants, in declaration order (index = `op as usize`), for per-op counters.
-    pub const ALL: [Op; 12] = [
+    pub const ALL: [Op; 13] = [
         Op::GetObject,
         Op::HeadObject,
         Op::PutObject,
@@ -51,6 +54,7 @@ impl Op {
         Op::ListObjectsV2,
         Op::DeleteObject,
         Op::CreateBucket,
+        Op::CreateSession,
         Op::Other,
     ];
 
@@ -68,6 +72,7 @@ impl Op {
             Op::ListObjectsV2 => "ListObjectsV2",
             Op::DeleteObject => "DeleteObject",
             Op::CreateBucket => "CreateBucket",
+            Op::CreateSession => "CreateSession",
             Op::Other => "Other",
         }
     }

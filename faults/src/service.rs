@@ -47,6 +47,7 @@ enum Action {
     Location,
     DeleteObjects,
     Attributes,
+    CreateSession,
     Unsupported,
 }
 
@@ -64,6 +65,7 @@ impl Action {
             Action::ListV2 => Op::ListObjectsV2,
             Action::Delete => Op::DeleteObject,
             Action::CreateBucket => Op::CreateBucket,
+            Action::CreateSession => Op::CreateSession,
             _ => Op::Other,
         }
     }
@@ -108,6 +110,7 @@ fn classify(
         (Some(_), None) => match *method {
             Method::GET if has("uploads") => Action::ListUploads,
             Method::GET if has("location") => Action::Location,
+            Method::GET if has("session") => Action::CreateSession,
             Method::GET if only(LIST_PARAMS) => Action::ListV2,
             Method::HEAD => Action::HeadBucket,
             Method::PUT if only(&["x-id"]) => Action::CreateBucket,
@@ -176,6 +179,8 @@ struct Ctx {
     op: Op,
     method: Method,
     path: String,
+    /// The path and query exactly as received (what a signature covers).
+    raw_uri: String,
     bucket: String,
     key: String,
     query: Vec<(String, String)>,
@@ -256,6 +261,7 @@ pub(crate) async fn handle(
         action,
         op,
         method: parts.method,
+        raw_uri: parts.uri.path_and_query().map_or_else(|| "/".to_string(), |p| p.as_str().to_string()),
         path,
         bucket: bucket.unwrap_or_default(),
         key: key.unwrap_or_default(),
@@ -277,6 +283,9 @@ pub(crate) async fn handle(
 
     let body = read_all(body, &ctx.headers).await?;
     if let Some(reply) = ctx.wrong_region() {
+        return Ok(ctx.finish(reply).await);
+    }
+    if let Some(reply) = ctx.express_refusal() {
         return Ok(ctx.finish(reply).await);
     }
     let reply = match ctx.fault {
@@ -429,6 +438,33 @@ impl Ctx {
         Some(Reply::xml(400, doc).header("x-amz-bucket-region", &want))
     }
 
+    /// A directory bucket's refusal of a request without a valid session (see
+    /// [`crate::express`]); `None` when the request may go on.
+    fn express_refusal(&self) -> Option<Reply> {
+        let express = &self.state.express;
+        if self.action == Action::CreateSession
+            || !express.enabled()
+            || !crate::express::is_directory_bucket(&self.bucket)
+        {
+            return None;
+        }
+        let writes = matches!(
+            self.action,
+            Action::Put
+                | Action::CreateMpu
+                | Action::UploadPart
+                | Action::Complete
+                | Action::Abort
+                | Action::Delete
+                | Action::DeleteObjects
+                | Action::CreateBucket
+                | Action::DeleteBucket
+        );
+        let (status, code, message) =
+            express.authorize(&self.bucket, &self.method, &self.raw_uri, &self.headers, writes).err()?;
+        Some(self.error_msg(status, code, &message))
+    }
+
     fn error(&self, status: u16, code: &str) -> Reply {
         self.error_msg(status, code, s3xml::error_message(code))
     }
@@ -495,6 +531,12 @@ impl Ctx {
                 self.error(501, "NotImplemented")
             }
             Action::Attributes => self.object_attributes(),
+            Action::CreateSession => {
+                match self.state.express.create_session(&self.bucket, &self.method, &self.raw_uri, &self.headers) {
+                    Ok(doc) => Reply::xml(200, doc),
+                    Err((status, code, message)) => self.error_msg(status, code, &message),
+                }
+            }
             Action::Unsupported => self.error(501, "NotImplemented"),
         }
     }
