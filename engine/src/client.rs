@@ -123,6 +123,11 @@ impl Client {
             shared.store.credentials.as_deref(),
         );
         m.auto_config = shared.config.auto_config.clone();
+        let express = shared.store.sessions.stats();
+        m.express_sessions_created = express.created;
+        m.express_sessions_refreshed = express.refreshed;
+        m.express_sessions_invalidated = express.invalidated;
+        m.express_session_reuses = express.reused;
         m
     }
 

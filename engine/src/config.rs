@@ -50,6 +50,18 @@ pub enum PayloadSigning {
     Signed,
 }
 
+/// What an S3 Express One Zone session may do (`x-amz-create-session-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ExpressSessionMode {
+    /// Read and write (the default, what uploads need).
+    #[default]
+    ReadWrite,
+    /// Read only: a session that cannot write, for readers that hold no write permission
+    /// (`s3express:CreateSession` with `ReadOnly` in their policy). Writes fail with 403.
+    ReadOnly,
+}
+
 /// Timeouts. Each one is honoured; none is infinite by default, so nothing hangs forever.
 ///
 /// `#[non_exhaustive]`: start from [`Timeouts::default`] and use the setters, so a new
@@ -239,6 +251,9 @@ pub struct ClientConfig {
     pub(crate) tls: TlsTrust,
     pub(crate) proxy: ProxyRules,
     pub(crate) auto_config: Option<AutoConfig>,
+    /// Sign directory-bucket requests with S3 Express sessions (see `s3::express`).
+    pub(crate) express_session_auth: bool,
+    pub(crate) express_session_mode: ExpressSessionMode,
 }
 
 /// A parsed endpoint URL.
@@ -369,6 +384,8 @@ pub struct ClientConfigBuilder {
     no_proxy: Option<String>,
     read_env: bool,
     auto_config: bool,
+    express_session_auth: Option<bool>,
+    express_session_mode: ExpressSessionMode,
 }
 
 impl Default for ClientConfigBuilder {
@@ -399,6 +416,8 @@ impl Default for ClientConfigBuilder {
             no_proxy: None,
             read_env: true,
             auto_config: true,
+            express_session_auth: None,
+            express_session_mode: ExpressSessionMode::ReadWrite,
         }
     }
 }
@@ -414,6 +433,19 @@ impl ClientConfigBuilder {
     /// Signing region. Default: `AWS_REGION`, `AWS_DEFAULT_REGION`, else `us-east-1`.
     pub fn region(mut self, region: impl Into<String>) -> Self {
         self.region = Some(region.into());
+        self
+    }
+    /// Whether requests to directory buckets (`<base>--<az-id>--x-s3`) use S3 Express One
+    /// Zone sessions (CreateSession, then requests signed with the session's keys), as the AWS
+    /// SDKs do. Default: on, unless `AWS_S3_DISABLE_EXPRESS_SESSION_AUTH=true`. Off, such
+    /// requests are signed with the client's own credentials for `s3express`.
+    pub fn s3_express_session_auth(mut self, enabled: bool) -> Self {
+        self.express_session_auth = Some(enabled);
+        self
+    }
+    /// The mode of S3 Express sessions. Default: [`ExpressSessionMode::ReadWrite`].
+    pub fn s3_express_session_mode(mut self, mode: ExpressSessionMode) -> Self {
+        self.express_session_mode = mode;
         self
     }
     /// Endpoint URL such as `http://127.0.0.1:9000`. Default: `AWS_ENDPOINT_URL_S3`, then
@@ -622,6 +654,16 @@ impl ClientConfigBuilder {
             .or_else(|| (self.read_env && endpoint_url.is_none()).then(crate::credentials::imds_region).flatten())
             .unwrap_or_else(|| "us-east-1".to_string());
         let endpoint = endpoint_url.as_deref().map(Endpoint::parse).transpose()?;
+        // As the SDKs: explicit, AWS_S3_DISABLE_EXPRESS_SESSION_AUTH, the profile's
+        // s3_disable_express_session_auth; on by default.
+        let express_session_auth = match self.express_session_auth {
+            Some(on) => on,
+            None => {
+                let disabled = env("AWS_S3_DISABLE_EXPRESS_SESSION_AUTH")
+                    .or_else(|| profile_value("s3_disable_express_session_auth"));
+                !disabled.is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+            }
+        };
         // Zero configuration on EC2, for what is still unset (explicit settings win).
         let wanted = Wanted {
             throughput: self.throughput_target_gbps.is_none() && self.max_connections.is_none(),
@@ -727,6 +769,8 @@ impl ClientConfigBuilder {
             tls,
             proxy,
             auto_config,
+            express_session_auth,
+            express_session_mode: self.express_session_mode,
         })
     }
 }

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::checksum::{ChecksumAlgorithm, ChecksumUpload};
-use crate::config::{parse_size, Addressing, ClientConfigBuilder, PayloadSigning};
+use crate::config::{parse_size, Addressing, ClientConfigBuilder, ExpressSessionMode, PayloadSigning};
 use crate::credentials::{Credentials, CredentialsSource};
 use crate::error::{Error, Operation, Result};
 
@@ -159,6 +159,16 @@ config_keys! {
     "tls_verify": "true/false; false disables certificate checks (test clusters only)" => |b, k, v| {
         Ok(b.tls_verify(boolean(k, v)?))
     };
+    "s3_express_session_auth": "true/false; S3 Express sessions for directory buckets (default true)" => |b, k, v| {
+        Ok(b.s3_express_session_auth(boolean(k, v)?))
+    };
+    "s3_express_session_mode": "read-write/read-only" => |b, k, v| {
+        Ok(b.s3_express_session_mode(match v.trim() {
+            "read-write" => ExpressSessionMode::ReadWrite,
+            "read-only" => ExpressSessionMode::ReadOnly,
+            _ => return Err(bad(k, format!("expected read-write or read-only, got {v:?}"))),
+        }))
+    };
     "proxy": "http://[user:password@]host:port for every connection (wins over HTTPS_PROXY)" => |b, _, v| {
         Ok(b.proxy(v))
     };
@@ -232,6 +242,8 @@ mod tests {
             ("verify_checksums", "false"),
             ("hedging", "true"),
             ("bind", "127.0.0.1"),
+            ("s3_express_session_auth", "false"),
+            ("s3_express_session_mode", "read-only"),
         ];
         for (key, _) in super::CONFIG_KEYS {
             let value = samples.iter().find(|s| s.0 == *key).map_or("1", |s| s.1);
@@ -269,9 +281,13 @@ mod tests {
             .and_then(|b| b.set("max_connections", "7"))
             .and_then(|b| b.set("tcp_recv_buffer", "256KiB"))
             .and_then(|b| b.set("no_response_timeout_ms", "4500"))
+            .and_then(|b| b.set("s3_express_session_auth", "false"))
+            .and_then(|b| b.set("s3_express_session_mode", "read-only"))
             .unwrap()
             .build()
             .unwrap();
+        assert!(!c.express_session_auth);
+        assert_eq!(c.express_session_mode, crate::ExpressSessionMode::ReadOnly);
         assert_eq!(c.part_size_bytes(), 16 * MIB);
         assert_eq!(c.max_connections(), 7);
         assert_eq!(c.tcp_recv_buffer_bytes, Some(256 << 10));
@@ -279,6 +295,7 @@ mod tests {
         assert_eq!(c.timeouts.no_response, std::time::Duration::from_millis(4500));
         let defaults = ClientConfig::builder().ignore_environment().build().unwrap();
         assert_eq!(defaults.timeouts.no_response, std::time::Duration::from_secs(20));
+        assert!(defaults.express_session_auth, "S3 Express sessions are on by default");
         assert!(
             matches!(&c.credentials, crate::CredentialsSource::Static(k) if k.access_key_id == "AK" && k.secret_access_key == "SK")
         );

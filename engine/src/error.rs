@@ -33,6 +33,8 @@ pub enum Operation {
     ListMultipartUploads,
     /// CreateBucket.
     CreateBucket,
+    /// CreateSession: an S3 Express One Zone session for a directory bucket.
+    CreateSession,
     /// Building a client from its configuration.
     Config,
     /// Fetching credentials (IMDS, STS, the container endpoint, SSO, a credential process).

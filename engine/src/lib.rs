@@ -73,8 +73,8 @@ pub use autoconfig::{AutoConfig, NetworkCard};
 pub use checksum::{ChecksumAlgorithm, ChecksumUpload, S3ChecksumAlgorithm};
 pub use client::Client;
 pub use config::{
-    parse_size, Addressing, Checksums, ClientConfig, ClientConfigBuilder, Endpoint, Hedging, PayloadSigning,
-    RetryConfig, Timeouts, TlsTrust, MAX_PARTS, MAX_PART_SIZE, MIB, MIN_PART_SIZE,
+    parse_size, Addressing, Checksums, ClientConfig, ClientConfigBuilder, Endpoint, ExpressSessionMode, Hedging,
+    PayloadSigning, RetryConfig, Timeouts, TlsTrust, MAX_PARTS, MAX_PART_SIZE, MIB, MIN_PART_SIZE,
 };
 pub use config_keys::CONFIG_KEYS;
 pub use credentials::{Credentials, CredentialsSource, ProvideCredentials};

@@ -199,6 +199,14 @@ pub struct MetricsSnapshot {
     pub credential_refresh_failures: u64,
     /// Refreshes forced by the server refusing credentials as expired (`ExpiredToken`).
     pub credential_forced_refreshes: u64,
+    /// S3 Express sessions created with CreateSession (first ones and renewals).
+    pub express_sessions_created: u64,
+    /// Of those, renewals of a held session: ahead of its expiry, or after a refusal.
+    pub express_sessions_refreshed: u64,
+    /// Sessions the server refused (expired, revoked), each replaced once.
+    pub express_sessions_invalidated: u64,
+    /// Requests to directory buckets signed with a session already held (no CreateSession).
+    pub express_session_reuses: u64,
     /// What zero configuration detected on this EC2 instance and applied (the same as
     /// [`crate::ClientConfig::auto_config`]); `None` when it did not run.
     pub auto_config: Option<crate::AutoConfig>,
@@ -247,6 +255,10 @@ impl MetricsSnapshot {
             credential_refreshes: self.credential_refreshes - earlier.credential_refreshes,
             credential_refresh_failures: self.credential_refresh_failures - earlier.credential_refresh_failures,
             credential_forced_refreshes: self.credential_forced_refreshes - earlier.credential_forced_refreshes,
+            express_sessions_created: self.express_sessions_created - earlier.express_sessions_created,
+            express_sessions_refreshed: self.express_sessions_refreshed - earlier.express_sessions_refreshed,
+            express_sessions_invalidated: self.express_sessions_invalidated - earlier.express_sessions_invalidated,
+            express_session_reuses: self.express_session_reuses - earlier.express_session_reuses,
             auto_config: self.auto_config.clone(),
         }
     }
@@ -316,6 +328,11 @@ impl Metrics {
             credential_refreshes: cred.refreshes,
             credential_refresh_failures: cred.failures,
             credential_forced_refreshes: cred.forced,
+            // Filled by the client, which holds the sessions.
+            express_sessions_created: 0,
+            express_sessions_refreshed: 0,
+            express_sessions_invalidated: 0,
+            express_session_reuses: 0,
             bytes_downloaded: self.bytes_downloaded.load(Relaxed),
             download_bytes_expected: self.download_bytes_expected.load(Relaxed),
             bytes_uploaded: self.bytes_uploaded.load(Relaxed),

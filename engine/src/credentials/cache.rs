@@ -78,6 +78,11 @@ impl Cached {
         Cached { identity, generation, expiry: c.expiry, refresh_at, usable_until }
     }
 
+    /// The access key id (not secret: it names the key pair in logs and cache keys).
+    pub(crate) fn access_key_id(&self) -> &str {
+        self.identity.data::<aws_credential_types::Credentials>().map_or("", |c| c.access_key_id())
+    }
+
     /// Whether these are temporary credentials (with an expiry), which a refresh can renew.
     pub(crate) fn is_temporary(&self) -> bool {
         self.expiry.is_some()

@@ -24,7 +24,7 @@ mod process;
 mod profile;
 mod sso;
 mod sts;
-mod time;
+pub(crate) mod time;
 mod web_identity;
 
 use std::fmt;

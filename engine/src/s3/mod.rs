@@ -10,6 +10,7 @@ pub(crate) mod complete_multipart;
 pub(crate) mod create_bucket;
 pub(crate) mod create_multipart;
 pub(crate) mod delete_object;
+pub(crate) mod express;
 pub(crate) mod get_object;
 pub(crate) mod get_object_attributes;
 pub(crate) mod head_object;
@@ -35,7 +36,7 @@ use crate::error::{Error, ErrorKind, Operation};
 use crate::http::{Authority, Body, Connector, HttpClient, Lanes, RequestBody};
 use crate::metrics::Metrics;
 use crate::retry::{Idempotency, Retry, RetryPolicy};
-use sign::{Payload, Signer};
+use sign::{As, Payload, Signer};
 
 /// Characters kept as-is in a URI path: RFC 3986 unreserved plus `/`.
 const PATH: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~').remove(b'/');
@@ -45,9 +46,24 @@ const QUERY: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_'
 /// Largest XML answer we read (ListObjectsV2 with 1,000 long keys stays well below).
 const MAX_XML_BYTES: usize = 16 << 20;
 
-/// Everything needed to talk S3 to one endpoint.
-#[derive(Debug)]
+/// Everything needed to talk S3 to one endpoint. Shared behind an `Arc` so that what lives
+/// longer than one call (S3 Express session refreshes, see [`express`]) can reach it without
+/// owning it.
+#[derive(Debug, Clone)]
 pub(crate) struct S3 {
+    inner: Arc<S3Inner>,
+}
+
+impl std::ops::Deref for S3 {
+    type Target = S3Inner;
+    fn deref(&self) -> &S3Inner {
+        &self.inner
+    }
+}
+
+/// The state of an [`S3`].
+#[derive(Debug)]
+pub(crate) struct S3Inner {
     pub(crate) http: HttpClient,
     signer: Signer,
     /// `None`: anonymous (unsigned) requests.
@@ -65,6 +81,11 @@ pub(crate) struct S3 {
     pub(crate) checksums: Checksums,
     pub(crate) retry: RetryPolicy,
     pub(crate) metrics: Arc<Metrics>,
+    /// Whether directory buckets get S3 Express sessions, and of which mode.
+    express_session_auth: bool,
+    express_session_mode: crate::config::ExpressSessionMode,
+    /// The S3 Express sessions, per directory bucket.
+    pub(crate) sessions: express::Sessions,
 }
 
 /// A request description; [`S3::send`] builds, signs and sends it.
@@ -168,7 +189,7 @@ impl S3 {
             host: format!("s3.{}.amazonaws.com", config.region),
             port: 443,
         });
-        S3 {
+        let inner = S3Inner {
             http,
             signer: Signer::new(config.region.clone(), "s3"),
             credentials,
@@ -181,7 +202,11 @@ impl S3 {
             checksums: config.checksums,
             retry: RetryPolicy::new(config.retry.clone(), metrics.clone()),
             metrics,
-        }
+            express_session_auth: config.express_session_auth,
+            express_session_mode: config.express_session_mode,
+            sessions: Default::default(),
+        };
+        S3 { inner: Arc::new(inner) }
     }
 
     /// The S3 layer for `config` with its own connection pool (connector and NIC lanes from
@@ -236,19 +261,26 @@ impl S3 {
     #[cfg_attr(not(feature = "bench-internals"), allow(dead_code))]
     pub(crate) fn build(&self, req: &S3Request<'_>) -> Result<(Authority, http::Request<RequestBody>), Error> {
         let creds = self.credentials.as_ref().and_then(|c| c.peek());
-        self.build_signed(req, creds.as_deref())
+        self.build_signed(req, creds.as_deref(), false)
     }
 
-    /// Builds the HTTP request for one attempt, signed with `creds` (unsigned when `None`).
+    /// Builds the HTTP request for one attempt, signed with `creds` (unsigned when `None`);
+    /// `session`: `creds` are an S3 Express session of the request's directory bucket.
     pub(crate) fn build_signed(
         &self,
         req: &S3Request<'_>,
         creds: Option<&Cached>,
+        session: bool,
     ) -> Result<(Authority, http::Request<RequestBody>), Error> {
         let path_style = self.path_style(req.bucket);
         let region = self.region_of(req.bucket);
-        let base = match &region {
-            Some(r) if self.aws_endpoint => format!("s3.{r}.amazonaws.com"),
+        let zone = express::zone_of(req.bucket);
+        let base = match (&region, zone) {
+            // A directory bucket's zonal endpoint.
+            (r, Some(az)) if self.aws_endpoint => {
+                format!("s3express-{az}.{}.amazonaws.com", r.as_deref().unwrap_or(&self.region))
+            }
+            (Some(r), _) if self.aws_endpoint => format!("s3.{r}.amazonaws.com"),
             _ => self.endpoint.host.clone(),
         };
         let host = if path_style { base } else { format!("{}.{}", req.bucket, base) };
@@ -318,7 +350,15 @@ impl S3 {
         };
         if let Some(creds) = creds {
             let region = region.as_deref().unwrap_or(&self.region);
-            self.signer.sign_in(&mut request, payload, req.op, &creds.identity, region)?;
+            let who = match (session, self.uses_sessions(req.bucket)) {
+                (true, _) => As::ExpressSession,
+                // CreateSession, or a directory bucket with sessions off: the client's own
+                // keys, for the zone's service.
+                (false, true) => As::ExpressBase,
+                (false, false) if zone.is_some() && !self.express_session_auth => As::ExpressBase,
+                (false, false) => As::Own,
+            };
+            self.signer.sign_as(&mut request, payload, req.op, &creds.identity, region, who)?;
         }
         let authority = Authority { tls: self.endpoint.scheme == "https", host, port: self.endpoint.port };
         Ok((authority, request))
@@ -335,10 +375,23 @@ impl S3 {
             Some(cache) => Some(cache.get().await.map_err(|e| e.with_operation(req.op))?),
             None => None,
         };
+        // A directory bucket: its session signs instead (see `express`).
+        let sessions = self.session_cache(req).await?;
+        let mut session = match &sessions {
+            Some(cache) => {
+                // A failed CreateSession keeps its own operation: that is what failed.
+                let s = cache.get().await?;
+                self.sessions.count_signed();
+                Some(s)
+            }
+            None => None,
+        };
         let mut refreshed = false;
         let mut redirected = false;
+        let mut renewed_session = false;
         loop {
-            let (authority, request) = self.build_signed(req, creds.as_deref())?;
+            let signing = session.as_deref().or(creds.as_deref());
+            let (authority, request) = self.build_signed(req, signing, session.is_some())?;
             self.metrics.add_request(attempt > 0 || refreshed || redirected);
             let result = self.http.send(&authority, request, req.op).await;
             let mut response = match result {
@@ -374,6 +427,20 @@ impl S3 {
                 }
             }
             let err = status_error(req.op, status, &body, request_id, req);
+            if let (Some(cache), Some(used)) = (&sessions, &session) {
+                if !renewed_session && express::refuses_session(&err) {
+                    tracing::info!(
+                        bucket = req.bucket,
+                        code = err.s3_code(),
+                        "S3 Express session refused; making a new one"
+                    );
+                    self.sessions.count_invalidation();
+                    session = Some(cache.invalidate(used.generation).await?);
+                    renewed_session = true;
+                    continue;
+                }
+                return Err(err);
+            }
             let stale = matches!(err.s3_code(), Some("ExpiredToken" | "InvalidToken" | "TokenRefreshRequired"));
             match (&self.credentials, &creds) {
                 (Some(cache), Some(used)) if stale && !refreshed && used.is_temporary() => {
@@ -527,6 +594,28 @@ mod tests {
         let s = s3("http://minio:9000", Addressing::VirtualHosted);
         let (auth, _) = s.build(&S3Request::new(Operation::GetObject, Method::GET, "bkt", Some("k"))).unwrap();
         assert_eq!(auth.host, "bkt.minio");
+    }
+
+    #[test]
+    fn directory_buckets_go_to_their_zonal_endpoint_signed_for_s3express() {
+        let config = ClientConfig::builder()
+            .ignore_environment()
+            .region("us-east-1")
+            .credentials(CredentialsSource::Static(Credentials::new("AKID", "SECRET")))
+            .build()
+            .unwrap();
+        let s = S3::from_config(&config, Arc::new(Metrics::default())).unwrap();
+        let dir = "ckpt--use1-az4--x-s3";
+        let req = S3Request::new(Operation::CreateSession, Method::GET, dir, None).query("session", "");
+        let (auth, r) = s.build(&req).unwrap();
+        assert_eq!(auth.host, "ckpt--use1-az4--x-s3.s3express-use1-az4.us-east-1.amazonaws.com");
+        assert_eq!(r.uri().path_and_query().unwrap().as_str(), "/?session");
+        let signed = r.headers()["authorization"].to_str().unwrap();
+        assert!(signed.contains("/us-east-1/s3express/aws4_request"), "{signed}");
+        // A general-purpose bucket is untouched.
+        let (auth, r) = s.build(&S3Request::new(Operation::GetObject, Method::GET, "plain", Some("k"))).unwrap();
+        assert_eq!(auth.host, "plain.s3.us-east-1.amazonaws.com");
+        assert!(r.headers()["authorization"].to_str().unwrap().contains("/us-east-1/s3/aws4_request"));
     }
 
     #[test]

@@ -23,6 +23,17 @@ pub(crate) struct Signer {
     service: &'static str,
 }
 
+/// Whose keys sign, for which service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum As {
+    /// The client's credentials, for the signer's service.
+    Own,
+    /// The client's credentials, for `s3express` (CreateSession).
+    ExpressBase,
+    /// An S3 Express session, for `s3express`, its token in `x-amz-s3session-token`.
+    ExpressSession,
+}
+
 /// What the signature says about the body.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Payload<'a> {
@@ -59,16 +70,38 @@ impl Signer {
         identity: &Identity,
         region: &str,
     ) -> Result<(), Error> {
+        self.sign_as(req, payload, op, identity, region, As::Own)
+    }
+
+    /// [`Signer::sign_in`] for S3 Express: for the `s3express` service, and with a session's
+    /// token in `x-amz-s3session-token` when `identity` is a session.
+    pub(crate) fn sign_as<B>(
+        &self,
+        req: &mut http::Request<B>,
+        payload: Payload<'_>,
+        op: Operation,
+        identity: &Identity,
+        region: &str,
+        who: As,
+    ) -> Result<(), Error> {
         let mut settings = SigningSettings::default();
         if self.service.starts_with("s3") {
             settings.percent_encoding_mode = PercentEncodingMode::Single;
             settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
             settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
         }
+        let service = match who {
+            As::Own => self.service,
+            As::ExpressBase => super::express::SERVICE,
+            As::ExpressSession => {
+                settings.session_token_name_override = Some(super::express::TOKEN_HEADER);
+                super::express::SERVICE
+            }
+        };
         let params = v4::SigningParams::builder()
             .identity(identity)
             .region(region)
-            .name(self.service)
+            .name(service)
             .time(SystemTime::now())
             .settings(settings)
             .build()
