@@ -17,7 +17,7 @@ use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::object_client::{GetPart, ObjectClient};
 use crate::s3::S3;
 use crate::task::TaskHandle;
-use crate::types::{ListOptions, ListPage, MultipartUploadSummary, ObjectInfo, ObjectSummary, PutOutput};
+use crate::types::{AppendOutput, ListOptions, ListPage, MultipartUploadSummary, ObjectInfo, ObjectSummary, PutOutput};
 use crate::upload::{self, options::PutOptions, writer::Upload};
 
 #[derive(Debug)]
@@ -398,6 +398,22 @@ impl Client {
             };
             let head = shared.store.head(&job.bucket, &job.key, &part).await;
             head.map_err(|e| download::condition_error(o, e))
+        })
+        .await
+    }
+
+    /// Appends `body` to `bucket/key` in a directory bucket (S3 Express One Zone), where
+    /// `offset` must be the object's current size (0 creates it); returns the new ETag and
+    /// size, the offset of the next append. A stale offset fails with
+    /// [`ErrorKind::WrongWriteOffset`](crate::ErrorKind::WrongWriteOffset); general-purpose
+    /// buckets refuse appends (`NotImplemented`). One request, up to 5 GiB; an object takes at
+    /// most 10,000 appends. A retry after a lost answer checks whether the append landed.
+    pub async fn append(&self, bucket: &str, key: &str, offset: u64, body: impl Into<Bytes>) -> Result<AppendOutput> {
+        let (shared, bucket, key, body) = (self.shared().clone(), bucket.to_string(), key.to_string(), body.into());
+        self.spawn(Operation::PutObject, async move {
+            let len = body.len() as u64;
+            let etag = shared.store.append_object(&bucket, &key, offset, body).await?;
+            Ok(AppendOutput { etag, size: offset + len })
         })
         .await
     }

@@ -66,6 +66,10 @@ pub enum ErrorKind {
     /// The object still has the ETag the caller named in
     /// [`crate::GetOptions::if_none_match`] (HTTP 304): the caller's copy is current. Final.
     NotModified,
+    /// An append's offset is not the object's size (`InvalidWriteOffset`, HTTP 400): another
+    /// writer appended meanwhile, or the caller's idea of the size is stale. Final: read the
+    /// size again (HEAD) before appending.
+    WrongWriteOffset,
     /// The bytes received do not match the checksum the server sent for them (corruption in
     /// transit or at rest), or the server rejected an upload's checksum (`BadDigest`).
     /// Retryable: a fresh copy usually arrives intact.

@@ -201,6 +201,16 @@ pub struct MultipartUploadSummary {
     pub initiated: Option<std::time::SystemTime>,
 }
 
+/// Result of an append ([`crate::Client::append`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AppendOutput {
+    /// The object's ETag after the append.
+    pub etag: String,
+    /// The object's size after the append: the offset of the next one.
+    pub size: u64,
+}
+
 /// Result of an upload.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

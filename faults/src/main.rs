@@ -36,6 +36,13 @@ struct Args {
     /// Answer aws-chunked uploads with 501 NotImplemented.
     #[arg(long)]
     reject_trailers: bool,
+    /// Serve directory buckets (`<base>--<az-id>--x-s3`) as S3 Express One Zone does: sessions
+    /// from CreateSession signed with this key pair (`ACCESS_KEY:SECRET`), appends.
+    #[arg(long, value_name = "ACCESS_KEY:SECRET")]
+    express_base_key: Option<String>,
+    /// Lifetime of S3 Express sessions, in seconds (AWS: 300).
+    #[arg(long, default_value_t = 300)]
+    express_session_secs: u64,
     /// Keep the per-request log in memory (off by default: counters suffice for the summary).
     #[arg(long)]
     log_requests: bool,
@@ -93,6 +100,17 @@ fn main() {
     server.set_request_log(args.log_requests);
     server.seed(args.seed);
     server.set_reject_trailers(args.reject_trailers);
+    if let Some(pair) = &args.express_base_key {
+        let Some((key, secret)) = pair.split_once(':') else {
+            eprintln!("gantry-fault-server: --express-base-key wants ACCESS_KEY:SECRET");
+            std::process::exit(2);
+        };
+        server.enable_express(gantry_faults::ExpressSettings {
+            base_access_key: key.into(),
+            base_secret_key: secret.into(),
+            session_lifetime: Duration::from_secs(args.express_session_secs),
+        });
+    }
     server.set_shaping(Shaping {
         first_byte_delay: Duration::from_millis(args.first_byte_ms),
         conn_rate_bytes_per_sec: rate,

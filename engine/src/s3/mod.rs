@@ -6,6 +6,7 @@
 //! backoff never sends a stale `x-amz-date`.
 
 pub(crate) mod abort_multipart;
+pub(crate) mod append;
 pub(crate) mod complete_multipart;
 pub(crate) mod create_bucket;
 pub(crate) mod create_multipart;
@@ -533,6 +534,7 @@ fn status_error(
     let kind = match (status.as_u16(), code.as_deref()) {
         (_, Some("SlowDown" | "Throttling" | "ThrottlingException" | "RequestLimitExceeded")) => ErrorKind::Throttled,
         (_, Some("RequestTimeout")) => ErrorKind::Timeout,
+        (_, Some("InvalidWriteOffset")) => ErrorKind::WrongWriteOffset,
         // The server computed another checksum than we sent: the body was damaged on the way.
         (_, Some("BadDigest" | "InvalidDigest" | "XAmzContentChecksumMismatch")) => ErrorKind::ChecksumMismatch,
         (_, Some("InternalError" | "ServiceUnavailable")) => ErrorKind::ServerError,
