@@ -219,6 +219,11 @@ typedef enum {
    304): the caller's copy is current. Final; nothing was written.
    */
   GANTRY_RESULT_NOT_MODIFIED = 21,
+  /*
+   An append's offset is not the object's size (`InvalidWriteOffset`, HTTP 400): another
+   writer appended meanwhile. Final: read the size again (HEAD) and append there.
+   */
+  GANTRY_RESULT_WRONG_WRITE_OFFSET = 22,
 } gantry_result;
 
 /*
@@ -741,6 +746,23 @@ gantry_result gantry_head_object_with(const gantry_client *client,
                                       const gantry_get_options *options,
                                       uint64_t *out_size,
                                       gantry_error **out_err);
+
+/*
+ Appends `len` bytes at `data` to bucket/key at `offset` (a directory bucket; see
+ `gantry_append_start`) and writes the object's new size, the next offset, to `*out_size`
+ (may be NULL). `data` is borrowed for the call.
+
+ # Safety
+ As for `gantry_append_start`.
+ */
+gantry_result gantry_append(const gantry_client *client,
+                            const char *bucket,
+                            const char *key,
+                            uint64_t offset,
+                            const uint8_t *data,
+                            size_t len,
+                            uint64_t *out_size,
+                            gantry_error **out_err);
 
 /*
  DeleteObject.
@@ -1275,6 +1297,28 @@ gantry_result gantry_put_buffer_start(const gantry_client *client,
                                       void *user_data,
                                       gantry_request **out_request,
                                       gantry_error **out_err);
+
+/*
+ Starts appending `len` bytes at `data` to bucket/key in a directory bucket (S3 Express One
+ Zone) at `offset`, which must be the object's current size (0 creates it); one request, no
+ copy. The request's size is the object's size after the append (the next offset). A stale
+ offset ends it with GANTRY_RESULT_WRONG_WRITE_OFFSET; a general-purpose bucket with
+ GANTRY_RESULT_CLIENT_ERROR (HTTP 501). `data` must stay valid and unchanged until the
+ request ended; `done` (may be NULL) runs once on a worker thread.
+
+ # Safety
+ As for `gantry_put_buffer_start`.
+ */
+gantry_result gantry_append_start(const gantry_client *client,
+                                  const char *bucket,
+                                  const char *key,
+                                  uint64_t offset,
+                                  const uint8_t *data,
+                                  size_t len,
+                                  gantry_done_fn done,
+                                  void *user_data,
+                                  gantry_request **out_request,
+                                  gantry_error **out_err);
 
 /*
  Starts uploading the file at `path` as bucket/key, reading parts in parallel; the

@@ -387,6 +387,18 @@ public:
     void put(const std::string &bucket, const std::string &key, const std::string &data) const {
         put(bucket, key, data.data(), data.size());
     }
+    /// Appends `len` bytes at `data` to an object in a directory bucket (S3 Express One Zone)
+    /// at `offset`, which must be its current size (0 creates it); returns the new size, the
+    /// offset of the next append. A stale offset throws GANTRY_RESULT_WRONG_WRITE_OFFSET.
+    uint64_t append(const std::string &bucket, const std::string &key, uint64_t offset, const void *data,
+                    size_t len) const {
+        uint64_t size = 0;
+        gantry_error *err = nullptr;
+        detail::check(gantry_append(ptr_.get(), bucket.c_str(), key.c_str(), offset, static_cast<const uint8_t *>(data),
+                                    len, &size, &err),
+                      err);
+        return size;
+    }
     void put_file(const std::string &bucket, const std::string &key, const std::string &path) const {
         gantry_error *err = nullptr;
         detail::check(gantry_put_file(ptr_.get(), bucket.c_str(), key.c_str(), path.c_str(), &err), err);

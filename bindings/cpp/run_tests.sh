@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Builds the C++ wrapper's tests with CMake and runs them with ctest against a `gantry serve`
-# process this script starts (and stops); then again built with ASan and UBSan. Needs
-# target/release/{gantry,libgantry.so}.
+# process this script starts (and stops), and a gantry-fault-server with its S3 Express double;
+# then again built with ASan and UBSan. Needs target/release/{gantry,gantry-fault-server,libgantry.so}.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 work="$(mktemp -d)"
 port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 "$repo/target/release/gantry" serve --dir "$work/s3" --addr "127.0.0.1:$port" --bucket examples 2>/dev/null &
 server=$!
-trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
+# The S3 Express double (directory buckets, sessions, appends) for the GantryExpress tests.
+express_port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+"$repo/target/release/gantry-fault-server" --port "$express_port" --express-base-key AKIDBASE:base-secret >/dev/null 2>&1 &
+express=$!
+export GANTRY_EXPRESS_ENDPOINT="http://127.0.0.1:$express_port"
+trap 'kill $server $express 2>/dev/null; rm -rf "$work"' EXIT
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 cmake -S "$repo/bindings/cpp" -B "$work/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build "$work/build" >/dev/null
@@ -20,7 +25,7 @@ GANTRY_TEST_ENDPOINT="http://127.0.0.1:$port" ctest --test-dir "$work/build" --o
 san_port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 "$repo/target/release/gantry" serve --dir "$work/s3-san" --addr "127.0.0.1:$san_port" 2>/dev/null &
 san_server=$!
-trap 'kill $server $san_server 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $server $express $san_server 2>/dev/null; rm -rf "$work"' EXIT
 san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 cmake -S "$repo/bindings/cpp" -B "$work/build-san" "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug -DGANTRY_EXAMPLES=OFF \
     -DCMAKE_C_FLAGS="$san" -DCMAKE_CXX_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null

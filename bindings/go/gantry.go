@@ -48,6 +48,8 @@ const (
 	CodePreconditionFailed Code = C.GANTRY_RESULT_PRECONDITION_FAILED
 	// CodeNotModified: the object still has the ETag GetOptions.IfNoneMatch names (HTTP 304).
 	CodeNotModified Code = C.GANTRY_RESULT_NOT_MODIFIED
+	// CodeWrongWriteOffset: an Append's offset is not the object's size (InvalidWriteOffset).
+	CodeWrongWriteOffset Code = C.GANTRY_RESULT_WRONG_WRITE_OFFSET
 )
 
 // Error is a failed call with the server's metadata.
@@ -432,6 +434,21 @@ func (c *Client) PutBytes(ctx context.Context, bucket, key string, data []byte) 
 		return C.gantry_put_buffer_start(p, s[0], s[1], bytePtr(data), C.size_t(len(data)), nil, nil, req, cerr)
 	})
 	return err
+}
+
+// Append appends data to bucket/key in a directory bucket (S3 Express One Zone) at offset,
+// which must be the object's current size (0 creates it), without copying data (pinned until
+// Append returns). It returns the object's new size, the offset of the next append. A stale
+// offset fails with CodeWrongWriteOffset: read the size again (Head) and append there.
+func (c *Client) Append(ctx context.Context, bucket, key string, offset int64, data []byte) (int64, error) {
+	if offset < 0 {
+		return 0, &Error{Code: CodeInvalidArgument, Message: "offset must not be negative"}
+	}
+	s, free := cstrings(bucket, key)
+	defer free()
+	return c.request(ctx, data, func(p *C.gantry_client, req **C.gantry_request, cerr **C.gantry_error) C.gantry_result {
+		return C.gantry_append_start(p, s[0], s[1], C.uint64_t(offset), bytePtr(data), C.size_t(len(data)), nil, nil, req, cerr)
+	})
 }
 
 // PutFile uploads the file at path as bucket/key.

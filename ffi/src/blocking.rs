@@ -209,6 +209,33 @@ pub unsafe extern "C" fn gantry_head_object_with(
     })
 }
 
+/// Appends `len` bytes at `data` to bucket/key at `offset` (a directory bucket; see
+/// `gantry_append_start`) and writes the object's new size, the next offset, to `*out_size`
+/// (may be NULL). `data` is borrowed for the call.
+///
+/// # Safety
+/// As for `gantry_append_start`.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_append(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    offset: u64,
+    data: *const u8,
+    len: usize,
+    out_size: *mut u64,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    ffi_fn!(blocking(out_err), || {
+        // SAFETY: the arguments are forwarded under the same contract; the call waits.
+        let size = unsafe {
+            wait_for(|req, err| gantry_append_start(client, bucket, key, offset, data, len, None, null_mut(), req, err))
+        }?;
+        write_out(out_size, size);
+        Ok(())
+    })
+}
+
 /// DeleteObject.
 ///
 /// # Safety

@@ -58,6 +58,9 @@ pub enum gantry_result {
     /// The object still has the ETag given as `if_none_match` in `gantry_get_options` (HTTP
     /// 304): the caller's copy is current. Final; nothing was written.
     GANTRY_RESULT_NOT_MODIFIED = 21,
+    /// An append's offset is not the object's size (`InvalidWriteOffset`, HTTP 400): another
+    /// writer appended meanwhile. Final: read the size again (HEAD) and append there.
+    GANTRY_RESULT_WRONG_WRITE_OFFSET = 22,
 }
 
 /// Details of a failed call: message, HTTP status, S3 error code and request id.
@@ -85,6 +88,7 @@ impl gantry_error {
             ErrorKind::ObjectChanged => gantry_result::GANTRY_RESULT_OBJECT_CHANGED,
             ErrorKind::PreconditionFailed => gantry_result::GANTRY_RESULT_PRECONDITION_FAILED,
             ErrorKind::NotModified => gantry_result::GANTRY_RESULT_NOT_MODIFIED,
+            ErrorKind::WrongWriteOffset => gantry_result::GANTRY_RESULT_WRONG_WRITE_OFFSET,
             ErrorKind::ChecksumMismatch => gantry_result::GANTRY_RESULT_CHECKSUM_MISMATCH,
             ErrorKind::Throttled => gantry_result::GANTRY_RESULT_THROTTLED,
             ErrorKind::ServerError => gantry_result::GANTRY_RESULT_SERVER_ERROR,

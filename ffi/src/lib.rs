@@ -59,6 +59,8 @@ pub extern "C" fn gantry_version() -> *const std::ffi::c_char {
 }
 
 #[cfg(test)]
+mod append_tests;
+#[cfg(test)]
 mod boundary_tests;
 
 #[cfg(test)]

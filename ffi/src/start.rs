@@ -249,6 +249,47 @@ pub unsafe extern "C" fn gantry_put_buffer_start(
     })
 }
 
+/// Starts appending `len` bytes at `data` to bucket/key in a directory bucket (S3 Express One
+/// Zone) at `offset`, which must be the object's current size (0 creates it); one request, no
+/// copy. The request's size is the object's size after the append (the next offset). A stale
+/// offset ends it with GANTRY_RESULT_WRONG_WRITE_OFFSET; a general-purpose bucket with
+/// GANTRY_RESULT_CLIENT_ERROR (HTTP 501). `data` must stay valid and unchanged until the
+/// request ended; `done` (may be NULL) runs once on a worker thread.
+///
+/// # Safety
+/// As for `gantry_put_buffer_start`.
+#[no_mangle]
+pub unsafe extern "C" fn gantry_append_start(
+    client: *const gantry_client,
+    bucket: *const c_char,
+    key: *const c_char,
+    offset: u64,
+    data: *const u8,
+    len: usize,
+    done: gantry_done_fn,
+    user_data: *mut c_void,
+    out_request: *mut *mut gantry_request,
+    out_err: *mut *mut gantry_error,
+) -> gantry_result {
+    ffi_fn!(out_err, || {
+        // SAFETY: per the contract above.
+        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
+        let region = Region::new(data.cast_mut(), len, "data")?;
+        let (returned_tx, returned_rx) = oneshot::channel();
+        let body = match len {
+            0 => bytes::Bytes::new(),
+            _ => bytes::Bytes::from_owner(Loan { region, _returned: returned_tx }),
+        };
+        start(client, Runner::Worker, done, user_data, out_request, u64::MAX, move |shared| {
+            let op = async move { Ok(c.append(&bucket, &key, offset, body).await?.size) };
+            // As for put_buffer: the request ends once nothing holds the caller's bytes.
+            (record_size(op, shared), async move {
+                let _ = returned_rx.await;
+            })
+        })
+    })
+}
+
 /// Starts uploading the file at `path` as bucket/key, reading parts in parallel; the
 /// request's size is the bytes sent.
 ///

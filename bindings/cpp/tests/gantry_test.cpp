@@ -356,4 +356,31 @@ TEST_F(GantryTest, ThrowingCredentialsProviderFailsTheFetch) {
     EXPECT_THROW(gantry::Config().credentials_provider(nullptr), std::invalid_argument);
 }
 
+// Appends to a directory bucket on the fault server's S3 Express double (sessions are made
+// and used without any call for them). run_tests.sh starts that server and names it in
+// GANTRY_EXPRESS_ENDPOINT; without it (a plain ctest run) the test fails rather than pass
+// unchecked.
+TEST(GantryExpress, AppendExtendsAnObjectAtItsSize) {
+    const char *ep = std::getenv("GANTRY_EXPRESS_ENDPOINT");
+    ASSERT_NE(ep, nullptr) << "run through bindings/cpp/run_tests.sh (it starts the S3 Express double)";
+    gantry::Config c;
+    c.set("endpoint_url", ep).set("access_key_id", "AKIDBASE").set("secret_access_key", "base-secret");
+    gantry::Client client(c);
+    const std::string dir = "cpplogs--use1-az4--x-s3";
+    client.create_bucket(dir);
+    // The plain and the sanitizer build share the server: each run appends to its own key.
+    const std::string key = "log-" + std::to_string(getpid());
+    EXPECT_EQ(client.append(dir, key, 0, "first\n", 6), 6u);
+    EXPECT_EQ(client.append(dir, key, 6, "second\n", 7), 13u);
+    try {
+        client.append(dir, key, 6, "stale\n", 6);
+        FAIL() << "a stale offset must throw";
+    } catch (const gantry::Error &e) {
+        EXPECT_EQ(e.code(), GANTRY_RESULT_WRONG_WRITE_OFFSET);
+        EXPECT_EQ(e.http_status(), 400u);
+        EXPECT_EQ(e.s3_code(), "InvalidWriteOffset");
+    }
+    EXPECT_EQ(client.get(dir, key), "first\nsecond\n");
+}
+
 }  // namespace
