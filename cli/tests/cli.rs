@@ -468,3 +468,45 @@ fn cp_reports_verification_and_sends_no_head() {
     assert!(n >= 5 << 20 && n <= body.len(), "{n} bytes written");
     assert_eq!(out.stdout[..5 << 20], body[..5 << 20]);
 }
+
+/// A directory bucket just works from the CLI (issue: S3 Express One Zone): `cp` up and down
+/// through the fault server's zonal-endpoint double, which refuses anything not signed with a
+/// live session, with no flag for it.
+#[test]
+fn cp_to_and_from_a_directory_bucket() {
+    let server = gantry_faults::FaultServer::start();
+    server.enable_express(gantry_faults::ExpressSettings {
+        base_access_key: "AKIDBASE".into(),
+        base_secret_key: "base-secret".into(),
+        session_lifetime: std::time::Duration::from_secs(300),
+    });
+    let bucket = "ckpt--use1-az4--x-s3";
+    server.create_bucket(bucket);
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("step-100.pt");
+    std::fs::write(&src, data(9 << 20)).unwrap();
+    let cp = |args: &[&str]| {
+        Command::new(BIN)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", dir.path())
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AWS_ENDPOINT_URL", server.endpoint())
+            .env("AWS_ACCESS_KEY_ID", "AKIDBASE")
+            .env("AWS_SECRET_ACCESS_KEY", "base-secret")
+            .arg("cp")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let target = format!("s3://{bucket}/step-100");
+    let out = cp(&[src.to_str().unwrap(), &target]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let back = dir.path().join("back.pt");
+    let out = cp(&[&target, back.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(&back).unwrap(), data(9 << 20));
+    let stats = server.express_stats();
+    assert_eq!(stats.refused, 0);
+    assert_eq!(stats.sessions_created, 2, "one session per process");
+}
