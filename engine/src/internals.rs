@@ -37,7 +37,7 @@ impl RequestFactory {
 
     /// An UploadPart with `body` (checksum computed as configured), signed.
     pub fn upload_part(&self, bucket: &str, key: &str, body: Bytes) -> usize {
-        let crc = self.s3.upload_checksum(&body);
+        let crc = self.s3.upload_checksum(bucket, &body);
         let req = S3Request::new(Operation::UploadPart, Method::PUT, bucket, Some(key))
             .query("partNumber", "7")
             .query("uploadId", "2~kTyTtzLRr0w1Awlj1kpl1o1bSLBI0uX")

@@ -90,6 +90,16 @@ fn every_delivery_and_upload_round_trips_on_a_directory_bucket() {
             assert_eq!(sha256(&got), sha256(&data));
             assert_eq!(c.block_on(c.head_object(DIR, key)).unwrap().size, data.len() as u64);
         }
+        // Directory buckets get CRC32C (their documented algorithms have no CRC64NVME), on
+        // every upload request, also multipart ones; downloads are verified (against what the
+        // double stores: it adds CRC64NVME to every object).
+        for r in server.requests().iter().filter(|r| matches!(r.op, Op::PutObject | Op::UploadPart)) {
+            let names: Vec<&str> = r.headers.iter().map(|(n, _)| n.as_str()).collect();
+            assert!(names.contains(&"x-amz-checksum-crc32c"), "{:?} without CRC32C: {names:?}", r.op);
+            assert!(!names.contains(&"x-amz-checksum-crc64nvme"));
+        }
+        let v = c.metrics().downloads_verified;
+        assert!(v.crc32 + v.crc32c + v.crc64nvme + v.sha1 + v.sha256 >= 6, "{v:?}");
         let listed = c.block_on(c.list_all(DIR, None)).unwrap();
         assert_eq!(listed.len(), 3);
         c.block_on(c.delete_object(DIR, "mem")).unwrap();

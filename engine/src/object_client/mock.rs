@@ -292,7 +292,7 @@ impl ObjectClient for Mock {
         &self.retry
     }
 
-    fn upload_checksum_algorithm(&self) -> Option<ChecksumAlgorithm> {
+    fn upload_checksum_algorithm(&self, _bucket: &str) -> Option<ChecksumAlgorithm> {
         self.checksum
     }
 

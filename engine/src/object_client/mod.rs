@@ -65,8 +65,8 @@ pub(crate) trait ObjectClient: Send + Sync + std::fmt::Debug + 'static {
     /// The retry policy (attempts, backoff, budget) every driver loop consults.
     fn retry_policy(&self) -> &RetryPolicy;
 
-    /// The checksum algorithm uploads carry, `None` when they carry none.
-    fn upload_checksum_algorithm(&self) -> Option<ChecksumAlgorithm>;
+    /// The checksum algorithm uploads to `bucket` carry, `None` when they carry none.
+    fn upload_checksum_algorithm(&self, bucket: &str) -> Option<ChecksumAlgorithm>;
 
     /// A GET for `part`; the head is checked (Content-Range, Content-Length) before it is
     /// returned, and a non-2xx answer is a typed error.
@@ -150,8 +150,8 @@ impl ObjectClient for crate::s3::S3 {
         &self.retry
     }
 
-    fn upload_checksum_algorithm(&self) -> Option<ChecksumAlgorithm> {
-        crate::s3::S3::upload_checksum_algorithm(self)
+    fn upload_checksum_algorithm(&self, bucket: &str) -> Option<ChecksumAlgorithm> {
+        crate::s3::S3::upload_checksum_algorithm(self, bucket)
     }
 
     fn get(

@@ -28,7 +28,7 @@ impl S3 {
         body: Bytes,
     ) -> Result<String, Error> {
         let op = Operation::PutObject;
-        let crc = self.upload_checksum(&body);
+        let crc = self.upload_checksum(bucket, &body);
         let req = S3Request::new(op, Method::PUT, bucket, Some(key))
             .header(HeaderName::from_static("x-amz-write-offset-bytes"), &offset.to_string())?
             .body(body.clone())

@@ -3,7 +3,6 @@
 use http::{header, HeaderName, Method};
 
 use super::{xml, S3Request, S3};
-use crate::checksum::ChecksumUpload;
 use crate::error::{Error, Operation};
 use crate::upload::options::PutOptions;
 
@@ -27,9 +26,9 @@ impl S3 {
         if let Some(ct) = &options.content_type {
             req = req.header(header::CONTENT_TYPE, ct)?;
         }
-        if self.checksums.upload != ChecksumUpload::None {
+        if let Some(algorithm) = self.upload_checksum_algorithm(bucket) {
             req = req
-                .header(HeaderName::from_static("x-amz-checksum-algorithm"), self.checksums.algorithm.name())?
+                .header(HeaderName::from_static("x-amz-checksum-algorithm"), algorithm.name())?
                 .header(HeaderName::from_static("x-amz-checksum-type"), "FULL_OBJECT")?;
         }
         let (result, attempts) = self.execute_recorded(&req.recoverable()).await;

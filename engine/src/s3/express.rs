@@ -35,6 +35,13 @@ use crate::error::{Error, ErrorKind, Operation, Result};
 /// Sessions kept at most (buckets × base keys × modes); the least recently used goes first.
 const MAX_SESSIONS: usize = 100;
 
+/// The checksum uploads to directory buckets carry, whatever `checksum_algorithm` says: the
+/// directory-bucket documentation ("Data protection and encryption" for S3 Express One Zone)
+/// lists CRC32, CRC32C, SHA-1 and SHA-256, not CRC64NVME, gantry's default elsewhere. CRC32C
+/// is the fastest of those (hardware instructions on x86 and Arm) and one gantry already
+/// combines across parts for full-object checksums.
+pub(crate) const UPLOAD_CHECKSUM: crate::checksum::ChecksumAlgorithm = crate::checksum::ChecksumAlgorithm::Crc32c;
+
 /// The service directory-bucket requests are signed for.
 pub(crate) const SERVICE: &str = "s3express";
 /// Where a session token goes instead of `x-amz-security-token`.

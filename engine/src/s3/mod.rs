@@ -224,14 +224,20 @@ impl S3 {
         Ok(S3::new(config, http, credentials, metrics))
     }
 
-    /// The algorithm of the checksum uploads carry, or `None` when they carry none.
-    pub(crate) fn upload_checksum_algorithm(&self) -> Option<ChecksumAlgorithm> {
-        (self.checksums.upload != ChecksumUpload::None).then_some(self.checksums.algorithm)
+    /// The algorithm of the checksum uploads to `bucket` carry, or `None` when they carry
+    /// none: the configured one, except CRC32C in directory buckets (see
+    /// [`express::UPLOAD_CHECKSUM`]).
+    pub(crate) fn upload_checksum_algorithm(&self, bucket: &str) -> Option<ChecksumAlgorithm> {
+        let algorithm = match express::zone_of(bucket) {
+            Some(_) => express::UPLOAD_CHECKSUM,
+            None => self.checksums.algorithm,
+        };
+        (self.checksums.upload != ChecksumUpload::None).then_some(algorithm)
     }
 
-    /// The checksum to send with an upload body, or `None` when uploads carry none.
-    pub(crate) fn upload_checksum(&self, body: &[u8]) -> Option<Crc> {
-        self.upload_checksum_algorithm().map(|a| a.checksum(body))
+    /// The checksum to send with an upload body to `bucket`, or `None` when uploads carry none.
+    pub(crate) fn upload_checksum(&self, bucket: &str, body: &[u8]) -> Option<Crc> {
+        self.upload_checksum_algorithm(bucket).map(|a| a.checksum(body))
     }
 
     fn path_style(&self, bucket: &str) -> bool {

@@ -21,7 +21,7 @@ impl S3 {
         body: Bytes,
     ) -> Result<String, Error> {
         let op = Operation::PutObject;
-        let crc = self.upload_checksum(&body);
+        let crc = self.upload_checksum(bucket, &body);
         let mut req = S3Request::new(op, Method::PUT, bucket, Some(key)).body(body).checksum(crc);
         if let Some(ct) = &options.content_type {
             req = req.header(header::CONTENT_TYPE, ct)?;

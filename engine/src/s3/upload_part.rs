@@ -32,8 +32,8 @@ impl S3 {
         precomputed: Option<Crc>,
     ) -> Result<UploadedPart, Error> {
         let op = Operation::UploadPart;
-        debug_assert!(precomputed.is_none_or(|c| Some(c.algorithm) == self.upload_checksum_algorithm()));
-        let checksum = precomputed.or_else(|| self.upload_checksum(&body));
+        debug_assert!(precomputed.is_none_or(|c| Some(c.algorithm) == self.upload_checksum_algorithm(bucket)));
+        let checksum = precomputed.or_else(|| self.upload_checksum(bucket, &body));
         let size = body.len() as u64;
         let req = S3Request::new(op, Method::PUT, bucket, Some(key))
             .query("partNumber", part_number.to_string())

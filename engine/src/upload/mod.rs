@@ -202,7 +202,7 @@ impl<C: ObjectClient> PartUpload<C> {
         let PartUpload { ctx, bucket, key, upload_id, number, body, admission } = self;
         let (bytes, crc) = match body {
             PartBody::Ready(b, crc) => (b, crc),
-            PartBody::File(file, range) => read_file_range(&ctx, file, range).await?,
+            PartBody::File(file, range) => read_file_range(&ctx, &bucket, file, range).await?,
         };
         let part = ctx.store.upload_part(&bucket, &key, &upload_id, number, bytes.clone(), crc).await?;
         let Admission { memory, slot, .. } = admission;
@@ -222,12 +222,13 @@ impl<C: ObjectClient> PartUpload<C> {
 /// right after reading it (while it is in cache) when uploads carry a checksum.
 pub(crate) async fn read_file_range<C: ObjectClient>(
     shared: &Arc<Context<C>>,
+    bucket: &str,
     file: Arc<std::fs::File>,
     range: Range<u64>,
 ) -> Result<(Bytes, Option<Crc>)> {
     let len = (range.end - range.start) as usize;
     let mut buf = shared.scheduler.memory.take(len);
-    let mut hasher = shared.store.upload_checksum_algorithm().map(PartHasher::new);
+    let mut hasher = shared.store.upload_checksum_algorithm(bucket).map(PartHasher::new);
     tokio::task::spawn_blocking(move || {
         buf.resize(len, 0);
         let mut at = 0;
@@ -287,7 +288,7 @@ pub(crate) async fn put_file<C: ObjectClient>(
     let file = Arc::new(file);
     if size <= shared.config.multipart_threshold_bytes {
         let memory = shared.scheduler.memory.reserve(size).await;
-        let (body, _) = read_file_range(&shared, file, 0..size).await?;
+        let (body, _) = read_file_range(&shared, &bucket, file, 0..size).await?;
         let out = put_bytes(shared, bucket, key, options, body).await;
         drop(memory);
         return out;

@@ -134,7 +134,7 @@ impl<C: ObjectClient> Writer<C> {
             if self.buf_permit.is_none() {
                 self.buf_permit = Some(self.shared.scheduler.memory.reserve(part_size as u64).await);
                 self.buf = self.shared.scheduler.memory.take(part_size);
-                self.hasher = self.shared.store.upload_checksum_algorithm().map(PartHasher::new);
+                self.hasher = self.shared.store.upload_checksum_algorithm(&self.bucket).map(PartHasher::new);
             }
             let n = (part_size - self.buf.len()).min(data.len());
             match self.hasher.as_mut() {
