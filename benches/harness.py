@@ -46,6 +46,7 @@ RUNNERS = {
     "obstore": [sys.executable, os.path.join(ROOT, "benches", "runners", "obstore_runner.py")],
 }
 MIB = 1 << 20
+EXPRESS_BUCKET = "bench--use1-az4--x-s3"
 PART = 8 * MIB
 S3_TTFB_MS = 20
 S3_CONN_MBPS = 25.0  # MB/s (10^6) per connection
@@ -120,6 +121,24 @@ def scenarios(scale, workdir):
             shaping=s3, connections=64, preload=[(small_keys, 128 * 1024)],
             scale=[(f"{len(small_keys):,}", [dict(name="get", op="get", keys=small_keys, size=128 * 1024, in_flight=64)]),
                    (f"{25 * len(small_keys):,}", [dict(name="get", op="get", keys=small_keys * 25, size=128 * 1024, in_flight=64)])]),
+        # S3 Express One Zone: the same transfers on a directory bucket behind a 2 ms first
+        # byte and on a general-purpose bucket behind 20 ms, gantry builds only (the peers'
+        # runners know no sessions). What the session costs: CreateSession requests per GiB
+        # and CPU per request.
+        "express-checkpoint-put": dict(
+            about=f"one {n(1024)} MiB stream of unknown length (8 MiB writes), 16 connections, on a directory "
+                  "bucket (first byte 2 ms) and on a general-purpose bucket (first byte 20 ms)",
+            connections=16, preload=[],
+            variants=[("directory bucket, 2 ms", EXPRESS_BUCKET, {"first_byte_ms": 2}),
+                      ("general-purpose, 20 ms", "bench", {"first_byte_ms": 20})],
+            workloads=[dict(name="stream", op="stream-put", keys=["checkpoint"], size=n(1024) * MIB, write_size=PART)]),
+        "express-bulk-get": dict(
+            about=f"8 x {big // MIB} MiB GETs, 16 connections, on a directory bucket (first byte 2 ms) and on a "
+                  "general-purpose bucket (first byte 20 ms)",
+            connections=16, preload=[(bulk_keys, big)],
+            variants=[("directory bucket, 2 ms", EXPRESS_BUCKET, {"first_byte_ms": 2}),
+                      ("general-purpose, 20 ms", "bench", {"first_byte_ms": 20})],
+            workloads=[dict(name="get", op="get", keys=bulk_keys, size=big, in_flight=8)]),
         "bulk-put-mem": dict(
             about=f"4 x {big // MIB} MiB multipart uploads from memory, 16 connections",
             shaping={}, connections=16, preload=[],
@@ -150,8 +169,11 @@ class Server:
     """A gantry-fault-server process with the scenario's shaping; over HTTPS with a fresh CA
     (`self.ca`, else None) when `tls`."""
 
-    def __init__(self, shaping, workdir, tls=False, faults=(), name="server"):
+    def __init__(self, shaping, workdir, tls=False, faults=(), name="server", express_bucket=None):
         args = [os.path.join(BIN, "gantry-fault-server"), "--port", "0"]
+        if express_bucket:
+            # S3 Express double: sessions for the runners' keys, the directory bucket made.
+            args += ["--express-base-key", "bench:bench-secret", "--bucket", express_bucket]
         for f in faults:
             args += ["--fault", f]
         self.ca, self.ssl = None, None
@@ -175,7 +197,8 @@ class Server:
             raise SystemExit("gantry-fault-server did not start")
         if self.ca:
             self.ssl = ssl.create_default_context(cafile=self.ca)
-        self.urlopen(urllib.request.Request(f"{self.endpoint}/bench", method="PUT")).close()
+        if not express_bucket:
+            self.urlopen(urllib.request.Request(f"{self.endpoint}/bench", method="PUT")).close()
 
     def urlopen(self, req):
         return urllib.request.urlopen(req, context=self.ssl)
@@ -228,7 +251,7 @@ def run_measured(argv, env=None):
 def spec_for(sc, server, settings):
     """The spec every runner gets. Over HTTPS, `ca_bundle` names the CA to trust: the peer
     runners read that key, gantry-bench gets it as gantry's own `ca_bundle` setting."""
-    spec = {"endpoint": server.endpoint, "bucket": "bench", "connections": sc["connections"],
+    spec = {"endpoint": server.endpoint, "bucket": sc.get("bucket", "bench"), "connections": sc["connections"],
             "part_size": PART, "workloads": sc.get("workloads", []), "gantry_settings": dict(settings)}
     if server.ca:
         spec["ca_bundle"] = server.ca
@@ -370,7 +393,62 @@ def report_scale(name, sc, rows, clients):
     return "\n".join(out) + "\n"
 
 
+def run_express(name, sc, clients, rounds, workdir, settings):
+    """Each gantry build on each variant (bucket kind and first-byte delay), one server per
+    variant; the server's closing summary gives the requests and CreateSessions of all runs."""
+    rows = []
+    for label, bucket, shaping in sc["variants"]:
+        server = Server(shaping, workdir, name=f"express-{len(rows)}",
+                        express_bucket=bucket if bucket == EXPRESS_BUCKET else None)
+        variant = dict(sc, bucket=bucket)
+        moved, summary = 0, {}
+        try:
+            preload(variant, server)
+            moved += sum(len(keys) * size for keys, size in variant["preload"])
+            spec = json.dumps(spec_for(variant, server, settings))
+            for r in range(rounds + 1):
+                for c in gantry_builds(clients):
+                    out, ru = run_measured(RUNNERS[c] + [spec])
+                    res = json.loads(out.strip().splitlines()[-1])
+                    moved += res["bytes"]
+                    res.update(who=c, round=r, variant=label, max_rss_kib=ru.ru_maxrss)
+                    if r > 0:
+                        rows.append(res)
+                    print(f"  {name} round {r} {c} {label}: {res['bytes'] / MIB / res['seconds']:.0f} MiB/s, "
+                          f"{res['cpu_s'] / (res['bytes'] / (1 << 30)):.3f} CPU s/GiB", file=sys.stderr)
+        finally:
+            summary = server.stop()
+        sessions = summary.get("by_op", {}).get("CreateSession", 0)
+        requests = summary.get("requests", 0)
+        for row in rows:
+            if row["variant"] == label:
+                row.update(sessions_per_gib=sessions / (moved / (1 << 30)), requests_per_gib=requests / (moved / (1 << 30)))
+    return rows
+
+
+def report_express(name, sc, rows, clients):
+    out = [f"### {name}", "", sc["about"], "",
+           "| client | bucket, first byte | MiB/s | CPU s/GiB | requests per GiB | CreateSession per GiB | CPU µs per request | peak RSS MiB |",
+           "|---|---|---|---|---|---|---|---|"]
+    for c in gantry_builds(clients):
+        for label, _, _ in sc["variants"]:
+            rs = [r for r in rows if r["who"] == c and r["variant"] == label]
+            if not rs:
+                continue
+            mibs = st.median(r["bytes"] / MIB / r["seconds"] for r in rs)
+            cpg = st.median(r["cpu_s"] / (r["bytes"] / (1 << 30)) for r in rs)
+            rpg = rs[0]["requests_per_gib"]
+            cells = [c, label, f"{mibs:.0f}", f"{cpg:.3f}", f"{rpg:.0f}", f"{rs[0]['sessions_per_gib']:.2f}",
+                     f"{1e6 * cpg / rpg:.0f}" if rpg else "–", f"{max(r['max_rss_kib'] for r in rs) / 1024:.0f}"]
+            out.append("| " + " | ".join(cells) + " |")
+    out += ["", "requests and CreateSessions per GiB count every run on that server (preload and warm-up included); "
+                "each gantry-bench run is a new process, so it makes its own session"]
+    return "\n".join(out) + "\n"
+
+
 def run_scenario(name, sc, clients, rounds, workdir, settings):
+    if "variants" in sc:
+        return run_express(name, sc, clients, rounds, workdir, settings)
     if "scale" in sc:
         return run_scale(name, sc, clients, rounds, workdir, settings)
     if "faults" in sc:
@@ -451,6 +529,8 @@ def rng(xs, fmt="{:.2f}"):
 
 
 def report(name, sc, rows, clients, base="gantry"):
+    if "variants" in sc:
+        return report_express(name, sc, rows, clients)
     if "scale" in sc:
         return report_scale(name, sc, rows, clients)
     if "faults" in sc:

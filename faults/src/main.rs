@@ -43,6 +43,10 @@ struct Args {
     /// Lifetime of S3 Express sessions, in seconds (AWS: 300).
     #[arg(long, default_value_t = 300)]
     express_session_secs: u64,
+    /// Create this bucket at start (repeatable): directory buckets, which an unsigned
+    /// CreateBucket cannot make once S3 Express is on.
+    #[arg(long = "bucket", value_name = "NAME")]
+    buckets: Vec<String>,
     /// Keep the per-request log in memory (off by default: counters suffice for the summary).
     #[arg(long)]
     log_requests: bool,
@@ -110,6 +114,9 @@ fn main() {
             base_secret_key: secret.into(),
             session_lifetime: Duration::from_secs(args.express_session_secs),
         });
+    }
+    for b in &args.buckets {
+        server.create_bucket(b);
     }
     server.set_shaping(Shaping {
         first_byte_delay: Duration::from_millis(args.first_byte_ms),
