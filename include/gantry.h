@@ -833,8 +833,8 @@ gantry_result gantry_config_new(gantry_config **out_config, gantry_error **out_e
  certificate checks off for test clusters and logs a warning), proxy
  (http://[user:password@]host:port, wins over HTTPS_PROXY / HTTP_PROXY), no_proxy
  (NO_PROXY syntax), auto_config (true/false: size connections and NIC lanes from the EC2
- instance), s3_express_session_auth (true/false: S3 Express sessions for directory buckets,
- default true), s3_express_session_mode (read-write/read-only). Without credential keys the client uses the AWS default chain (environment, web
+ instance), disable_s3_express_session_auth (true/false: true signs directory buckets
+ with the client's keys instead of S3 Express sessions; default false), s3_express_session_mode (read-write/read-only). Without credential keys the client uses the AWS default chain (environment, web
  identity, profile, container endpoint, EC2 instance metadata), refreshed ahead of expiry.
  The credential keys (access_key_id,
  secret_access_key, session_token, profile, anonymous) replace a provider set with

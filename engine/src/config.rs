@@ -435,12 +435,13 @@ impl ClientConfigBuilder {
         self.region = Some(region.into());
         self
     }
-    /// Whether requests to directory buckets (`<base>--<az-id>--x-s3`) use S3 Express One
-    /// Zone sessions (CreateSession, then requests signed with the session's keys), as the AWS
-    /// SDKs do. Default: on, unless `AWS_S3_DISABLE_EXPRESS_SESSION_AUTH=true`. Off, such
-    /// requests are signed with the client's own credentials for `s3express`.
-    pub fn s3_express_session_auth(mut self, enabled: bool) -> Self {
-        self.express_session_auth = Some(enabled);
+    /// Turns S3 Express One Zone sessions off: requests to directory buckets
+    /// (`<base>--<az-id>--x-s3`) are then signed with the client's own credentials (for
+    /// `s3express`) instead of a session from CreateSession. The AWS SDKs' setting of the same
+    /// name. Default: false (sessions on), unless `AWS_S3_DISABLE_EXPRESS_SESSION_AUTH=true` or
+    /// the profile's `s3_disable_express_session_auth = true`.
+    pub fn disable_s3_express_session_auth(mut self, disable: bool) -> Self {
+        self.express_session_auth = Some(!disable);
         self
     }
     /// The mode of S3 Express sessions. Default: [`ExpressSessionMode::ReadWrite`].

@@ -159,8 +159,8 @@ config_keys! {
     "tls_verify": "true/false; false disables certificate checks (test clusters only)" => |b, k, v| {
         Ok(b.tls_verify(boolean(k, v)?))
     };
-    "s3_express_session_auth": "true/false; S3 Express sessions for directory buckets (default true)" => |b, k, v| {
-        Ok(b.s3_express_session_auth(boolean(k, v)?))
+    "disable_s3_express_session_auth": "true/false; true signs directory buckets with the client's keys (default false)" => |b, k, v| {
+        Ok(b.disable_s3_express_session_auth(boolean(k, v)?))
     };
     "s3_express_session_mode": "read-write/read-only" => |b, k, v| {
         Ok(b.s3_express_session_mode(match v.trim() {
@@ -242,7 +242,7 @@ mod tests {
             ("verify_checksums", "false"),
             ("hedging", "true"),
             ("bind", "127.0.0.1"),
-            ("s3_express_session_auth", "false"),
+            ("disable_s3_express_session_auth", "true"),
             ("s3_express_session_mode", "read-only"),
         ];
         for (key, _) in super::CONFIG_KEYS {
@@ -281,7 +281,7 @@ mod tests {
             .and_then(|b| b.set("max_connections", "7"))
             .and_then(|b| b.set("tcp_recv_buffer", "256KiB"))
             .and_then(|b| b.set("no_response_timeout_ms", "4500"))
-            .and_then(|b| b.set("s3_express_session_auth", "false"))
+            .and_then(|b| b.set("disable_s3_express_session_auth", "true"))
             .and_then(|b| b.set("s3_express_session_mode", "read-only"))
             .unwrap()
             .build()

@@ -125,7 +125,7 @@ fn a_general_purpose_bucket_never_gets_a_session() {
         assert_eq!(count(&server, Op::CreateSession), 0);
         assert_eq!(server.express_stats().authorized, 0);
         // And the double does refuse directory-bucket requests signed the ordinary way.
-        let off = client_with(&server, |b| b.s3_express_session_auth(false));
+        let off = client_with(&server, |b| b.disable_s3_express_session_auth(true));
         let e = off.block_on(off.put(DIR, "k", Bytes::from_static(b"x"))).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::AccessDenied, "{e}");
         assert_eq!(e.http_status(), Some(403));
@@ -171,6 +171,13 @@ fn a_transfer_over_three_session_lifetimes_is_never_refused() {
             std::thread::sleep(Duration::from_millis(100));
         }
         let stats = server.express_stats();
+        eprintln!(
+            "{rounds} GETs over {:.1} s with 2 s sessions: {} sessions, {} requests authorized, {} refused",
+            started.elapsed().as_secs_f64(),
+            stats.sessions_created,
+            stats.authorized,
+            stats.refused
+        );
         assert_eq!(stats.refused, 0, "renewed ahead of expiry, never refused");
         let m = c.metrics();
         assert!(
