@@ -24,6 +24,9 @@ fi
 echo "== format, lints, and the committed C header against a fresh cbindgen run"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The Python extension is its own workspace (it links libpython only under maturin).
+cargo fmt --manifest-path bindings/python/Cargo.toml -- --check
+CARGO_TARGET_DIR=target cargo clippy --manifest-path bindings/python/Cargo.toml --locked -- -D warnings
 scripts/check-header.sh
 
 echo "== tests (Rust: unit, conformance suite on the embedded server and MinIO, CLI end to end, multi-NIC, C ABI under valgrind and ASan/UBSan; then C++)"
@@ -45,6 +48,10 @@ export PKG_CONFIG_PATH="$PWD/target/release/pkgconfig"
 (cd bindings/go && go vet ./... && go build ./... && go test -race -count=1 -v ./... && go test -tags debug -race -count=1 -v -run FinalizersUnderForcedGC ./...) 2>&1 | tee -a "$log"
 go_status=${PIPESTATUS[0]}
 [[ $status -ne 0 ]] || status=$go_status
+echo "== Python package (maturin build into target/venv, pytest against gantry serve)"
+bindings/python/run_tests.sh 2>&1 | tee -a "$log"
+py_status=${PIPESTATUS[0]}
+[[ $status -ne 0 ]] || status=$py_status
 echo "== install and use from outside the checkout (scripts/test-install.sh: pkg-config, static, CMake, Go)"
 scripts/test-install.sh 2>&1 | tee -a "$log"
 install_status=${PIPESTATUS[0]}
