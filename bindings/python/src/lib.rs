@@ -176,9 +176,30 @@ impl ListIter {
 
 /// An S3 client: a connection pool, a memory budget and worker threads, shared by every call.
 /// Thread-safe: share one client across Python threads.
-#[pyclass(frozen, module = "gantry")]
+///
+/// Fork-safe: a forked child (a DataLoader worker) has none of the parent's worker threads, so
+/// the first call in the child builds a new engine client from the same configuration (the
+/// process id tells). The parent's client is left untouched in the child (never dropped
+/// there: its runtime's threads and locks belong to the parent).
+#[pyclass(frozen, subclass, module = "gantry")]
 pub struct Client {
-    inner: gantry::Client,
+    config: ClientConfig,
+    current: std::sync::Mutex<(u32, gantry::Client)>,
+}
+
+impl Client {
+    /// The engine client of this process.
+    fn engine(&self, py: Python<'_>) -> PyResult<gantry::Client> {
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        let pid = std::process::id();
+        if current.0 != pid {
+            let fresh = gantry::Client::new(self.config.clone()).map_err(|e| to_py(py, e))?;
+            let inherited = std::mem::replace(&mut *current, (pid, fresh));
+            // Its runtime's threads do not exist here; dropping it could wait for them.
+            std::mem::forget(inherited);
+        }
+        Ok(current.1.clone())
+    }
 }
 
 /// A configuration value as `gantry_config_set` text: `True` → `true`, numbers and strings as
@@ -220,8 +241,8 @@ impl Client {
             }
         }
         let config = b.build().map_err(|e| to_py(py, e))?;
-        let inner = gantry::Client::new(config).map_err(|e| to_py(py, e))?;
-        Ok(Client { inner })
+        let inner = gantry::Client::new(config.clone()).map_err(|e| to_py(py, e))?;
+        Ok(Client { config, current: std::sync::Mutex::new((std::process::id(), inner)) })
     }
 
     /// Uploads `data` (any bytes-like object: bytes, bytearray, memoryview, a numpy array)
@@ -229,14 +250,14 @@ impl Client {
     /// until the call returns. Returns the new ETag.
     fn put(&self, py: Python<'_>, bucket: &str, key: &str, data: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
         let body = lend(data)?;
-        let c = &self.inner;
+        let c = &self.engine(py)?;
         let out = py.detach(|| c.block_on(c.put(bucket, key, body))).map_err(|e| to_py(py, e))?;
         Ok(out.etag)
     }
 
     /// Downloads bucket/key whole; returns a read-only `gantry.Buffer` (buffer protocol).
     fn get(&self, py: Python<'_>, bucket: &str, key: &str) -> PyResult<Buffer> {
-        let c = &self.inner;
+        let c = &self.engine(py)?;
         let data = py.detach(|| c.block_on(collect(c.get_stream(bucket, key), None))).map_err(|e| to_py(py, e))?;
         Ok(Buffer { data })
     }
@@ -246,7 +267,7 @@ impl Client {
         if length == 0 {
             return Ok(Buffer { data: Bytes::new() });
         }
-        let c = &self.inner;
+        let c = &self.engine(py)?;
         let range = offset..offset.saturating_add(length);
         let data = py
             .detach(|| c.block_on(collect(c.get_range_stream(bucket, key, range), Some(length))))
@@ -269,7 +290,7 @@ impl Client {
             return Err(PyBufferError::new_err("buffer must be C-contiguous"));
         }
         let (ptr, len) = (buf.buf_ptr() as usize, buf.item_count());
-        let c = &self.inner;
+        let c = &self.engine(py)?;
         let info = py
             .detach(|| {
                 // SAFETY: a writable, C-contiguous buffer of len bytes, held acquired (buf) for
@@ -282,9 +303,35 @@ impl Client {
         Ok(info.size)
     }
 
+    /// A streaming upload of unknown length (multipart past one part). Use
+    /// `gantry.Client.open_write`, which wraps this in a file object.
+    fn _open_write(&self, py: Python<'_>, bucket: &str, key: &str) -> PyResult<RawWriter> {
+        let client = self.engine(py)?;
+        let upload = client.upload(bucket, key);
+        Ok(RawWriter { client, upload: Some(upload) })
+    }
+
+    /// Opens bucket/key for reading: the first GET goes out now (a missing key raises here),
+    /// and later reads continue its stream. Use `gantry.Client.open_read`, which wraps this in
+    /// a file object.
+    fn _open_read(&self, py: Python<'_>, bucket: &str, key: &str) -> PyResult<RawReader> {
+        let client = self.engine(py)?;
+        let stream = py.detach(|| client.block_on(client.get_stream(bucket, key))).map_err(|e| to_py(py, e))?;
+        let size = stream.info().size;
+        Ok(RawReader {
+            client,
+            bucket: bucket.to_string(),
+            key: key.to_string(),
+            size,
+            pos: 0,
+            stream: Some(stream),
+            pending: Bytes::new(),
+        })
+    }
+
     /// Uploads the file at `path` as bucket/key (parts read in parallel).
     fn upload_file(&self, py: Python<'_>, path: std::path::PathBuf, bucket: &str, key: &str) -> PyResult<u64> {
-        let c = &self.inner;
+        let c = &self.engine(py)?;
         let out = py.detach(|| c.block_on(c.put_file(bucket, key, &path))).map_err(|e| to_py(py, e))?;
         Ok(out.size)
     }
@@ -292,14 +339,14 @@ impl Client {
     /// Downloads bucket/key into the file at `path` (renamed into place on success); returns
     /// its size.
     fn download_file(&self, py: Python<'_>, bucket: &str, key: &str, path: std::path::PathBuf) -> PyResult<u64> {
-        let c = &self.inner;
+        let c = &self.engine(py)?;
         let info = py.detach(|| c.block_on(c.download_to_file(bucket, key, &path))).map_err(|e| to_py(py, e))?;
         Ok(info.size)
     }
 
     /// HeadObject: a dict with size, etag, last_modified, content_type, version_id.
     fn head<'py>(&self, py: Python<'py>, bucket: &str, key: &str) -> PyResult<Bound<'py, PyDict>> {
-        let c = &self.inner;
+        let c = &self.engine(py)?;
         let info = py.detach(|| c.block_on(c.head_object(bucket, key))).map_err(|e| to_py(py, e))?;
         let d = PyDict::new(py);
         d.set_item("size", info.size)?;
@@ -312,33 +359,47 @@ impl Client {
 
     /// DeleteObject.
     fn delete(&self, py: Python<'_>, bucket: &str, key: &str) -> PyResult<()> {
-        let c = &self.inner;
+        let c = &self.engine(py)?;
         py.detach(|| c.block_on(c.delete_object(bucket, key))).map_err(|e| to_py(py, e))
     }
 
     /// Creates a bucket (mostly for tests and local servers).
     fn create_bucket(&self, py: Python<'_>, bucket: &str) -> PyResult<()> {
-        let c = &self.inner;
+        let c = &self.engine(py)?;
         py.detach(|| c.block_on(c.create_bucket(bucket))).map_err(|e| to_py(py, e))
     }
 
     /// Iterates over the objects of `bucket` under `prefix` (`.key`, `.size`, `.etag`,
     /// `.last_modified`), fetching pages as iteration reaches them.
     #[pyo3(signature = (bucket, prefix=""))]
-    fn list(&self, bucket: &str, prefix: &str) -> ListIter {
-        ListIter {
-            client: self.inner.clone(),
+    fn list(&self, py: Python<'_>, bucket: &str, prefix: &str) -> PyResult<ListIter> {
+        Ok(ListIter {
+            client: self.engine(py)?,
             bucket: bucket.to_string(),
             prefix: prefix.to_string(),
             page: Vec::new().into_iter(),
             token: None,
             done: false,
-        }
+        })
+    }
+
+    /// The in-progress multipart uploads of `bucket` (under `prefix`) as `(key, upload_id)`
+    /// pairs: what an interrupted writer may have left behind.
+    #[pyo3(signature = (bucket, prefix=None))]
+    fn list_multipart_uploads(
+        &self,
+        py: Python<'_>,
+        bucket: &str,
+        prefix: Option<&str>,
+    ) -> PyResult<Vec<(String, String)>> {
+        let c = &self.engine(py)?;
+        let list = py.detach(|| c.block_on(c.list_multipart_uploads(bucket, prefix))).map_err(|e| to_py(py, e))?;
+        Ok(list.into_iter().map(|u| (u.key, u.upload_id)).collect())
     }
 
     /// The client's counters as a dict.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let m = self.inner.metrics();
+        let m = self.engine(py)?.metrics();
         let d = PyDict::new(py);
         d.set_item("bytes_downloaded", m.bytes_downloaded)?;
         d.set_item("bytes_uploaded", m.bytes_uploaded)?;
@@ -353,6 +414,174 @@ impl Client {
         d.set_item("memory_peak_bytes", m.memory_peak_bytes)?;
         d.set_item("express_sessions_created", m.express_sessions_created)?;
         Ok(d)
+    }
+}
+
+/// A streaming upload of unknown length (`Client.open_write`; `gantry.io.Writer` wraps it as
+/// a file object). Bytes are copied into part buffers from the memory budget, and parts
+/// upload while later bytes are written. Dropped without `complete`, the upload is aborted.
+#[pyclass(module = "gantry")]
+pub struct RawWriter {
+    client: gantry::Client,
+    upload: Option<gantry::Upload>,
+}
+
+impl RawWriter {
+    fn open(&mut self) -> PyResult<&mut gantry::Upload> {
+        self.upload
+            .as_mut()
+            .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("I/O operation on a finished upload"))
+    }
+}
+
+#[pymethods]
+impl RawWriter {
+    /// Appends a copy of `data` (any bytes-like); waits while the memory budget is spent.
+    fn write(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let buf = PyBuffer::<u8>::get(data).map_err(|_| PyTypeError::new_err("data must be a bytes-like object"))?;
+        if !buf.is_c_contiguous() {
+            return Err(PyBufferError::new_err("data must be C-contiguous"));
+        }
+        let (ptr, len) = (buf.buf_ptr() as usize, buf.item_count());
+        let client = self.client.clone();
+        let upload = self.open()?;
+        py.detach(|| {
+            // SAFETY: len readable bytes, the buffer held acquired (buf) through the call.
+            let slice = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+            client.block_on(upload.write(slice))
+        })
+        .map_err(|e| to_py(py, e))?;
+        drop(buf);
+        Ok(len)
+    }
+
+    /// Bytes written so far.
+    fn tell(&self) -> u64 {
+        self.upload.as_ref().map_or(0, |u| u.bytes_written())
+    }
+
+    /// Uploads the rest and completes the object; returns its ETag.
+    fn complete(&mut self, py: Python<'_>) -> PyResult<Option<String>> {
+        self.open()?;
+        let (client, upload) = (self.client.clone(), self.upload.take().expect("checked"));
+        let out = py.detach(|| client.block_on(upload.complete())).map_err(|e| to_py(py, e))?;
+        Ok(out.etag)
+    }
+
+    /// Discards everything written, parts already on the server included. Idempotent.
+    fn abort(&mut self, py: Python<'_>) -> PyResult<()> {
+        let Some(upload) = self.upload.take() else { return Ok(()) };
+        let client = self.client.clone();
+        py.detach(|| client.block_on(upload.abort())).map_err(|e| to_py(py, e))
+    }
+}
+
+/// A seekable, in-order reader of one object (`Client.open_read`; `gantry.io.Reader` wraps it
+/// as a file object). Sequential reads stream with the engine's prefetching (parallel parts
+/// within the client's read window); a seek outside the bytes at hand reopens the stream at
+/// the new position on the next read.
+#[pyclass(module = "gantry")]
+pub struct RawReader {
+    client: gantry::Client,
+    bucket: String,
+    key: String,
+    /// The object's size, from the first answer.
+    #[pyo3(get)]
+    size: u64,
+    /// The next byte a read returns.
+    pos: u64,
+    stream: Option<gantry::GetStream>,
+    /// Bytes of the stream not yet read; they start at `pos`.
+    pending: Bytes,
+}
+
+#[pymethods]
+impl RawReader {
+    /// Reads into `buffer` (any writable buffer) until it is full or the object ends; returns
+    /// the bytes read (0 at the end).
+    fn readinto(&mut self, py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let buf = PyBuffer::<u8>::get(buffer)
+            .map_err(|_| PyTypeError::new_err("buffer must be a writable bytes-like object"))?;
+        if buf.readonly() || !buf.is_c_contiguous() {
+            return Err(PyTypeError::new_err("buffer must be writable and C-contiguous"));
+        }
+        let (ptr, len) = (buf.buf_ptr() as usize, buf.item_count());
+        let n = py
+            .detach(|| {
+                // SAFETY: a writable buffer of len bytes held acquired (buf) through the call.
+                let out = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
+                self.client.clone().block_on(self.fill(out))
+            })
+            .map_err(|e| to_py(py, e))?;
+        drop(buf);
+        Ok(n)
+    }
+
+    /// Moves to `offset` relative to the start (0), the current position (1) or the end (2);
+    /// returns the new position.
+    #[pyo3(signature = (offset, whence=0))]
+    fn seek(&mut self, offset: i64, whence: i32) -> PyResult<u64> {
+        let base = match whence {
+            0 => 0i128,
+            1 => self.pos as i128,
+            2 => self.size as i128,
+            _ => return Err(pyo3::exceptions::PyValueError::new_err(format!("invalid whence {whence}"))),
+        };
+        let target = base + offset as i128;
+        if target < 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!("negative seek position {target}")));
+        }
+        let target = target as u64;
+        if target >= self.pos && target - self.pos < self.pending.len() as u64 {
+            // Within the bytes at hand: skip, keep the stream.
+            let _ = self.pending.split_to((target - self.pos) as usize);
+        } else if target != self.pos {
+            self.stream = None;
+            self.pending = Bytes::new();
+        }
+        self.pos = target;
+        Ok(target)
+    }
+
+    fn tell(&self) -> u64 {
+        self.pos
+    }
+
+    /// Drops the stream (its connections go back to the pool or close).
+    fn close(&mut self) {
+        self.stream = None;
+        self.pending = Bytes::new();
+    }
+}
+
+impl RawReader {
+    async fn fill(&mut self, out: &mut [u8]) -> gantry::Result<usize> {
+        let mut n = 0;
+        while n < out.len() && self.pos < self.size {
+            if self.pending.is_empty() {
+                if self.stream.is_none() {
+                    let opened = if self.pos == 0 {
+                        self.client.get_stream(&self.bucket, &self.key).await?
+                    } else {
+                        self.client.get_range_stream(&self.bucket, &self.key, self.pos..self.size).await?
+                    };
+                    self.stream = Some(opened);
+                }
+                match self.stream.as_mut().expect("opened").next_chunk().await {
+                    Some(chunk) => self.pending = chunk?,
+                    None => {
+                        self.stream = None;
+                        break;
+                    }
+                }
+            }
+            let take = self.pending.len().min(out.len() - n);
+            out[n..n + take].copy_from_slice(&self.pending[..take]);
+            let _ = self.pending.split_to(take);
+            n += take;
+            self.pos += take as u64;
+        }
+        Ok(n)
     }
 }
 
@@ -396,6 +625,8 @@ fn _gantry(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Buffer>()?;
     m.add_class::<ObjectSummary>()?;
     m.add_class::<ListIter>()?;
+    m.add_class::<RawReader>()?;
+    m.add_class::<RawWriter>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -6,8 +6,23 @@
     buf = c.get("bucket", "key")          # buffer protocol: memoryview(buf), no copy
 """
 
+from . import io
 from ._errors import AccessDeniedError, CancelledError, GantryError, InvalidInputError, NotFoundError
-from ._gantry import Buffer, Client, ObjectSummary, __version__
+from ._gantry import Buffer, ObjectSummary, __version__
+from ._gantry import Client as _EngineClient
+
+
+class Client(_EngineClient):
+    """An S3 client (see the module docs); `open_read` / `open_write` give file objects."""
+
+    def open_read(self, bucket, key):
+        """A seekable file object streaming bucket/key (gantry.io.Reader)."""
+        return io.Reader(self._open_read(bucket, key), bucket, key)
+
+    def open_write(self, bucket, key):
+        """A file object uploading to bucket/key as it is written (gantry.io.Writer): close()
+        completes it; an exception leaving a `with` block aborts it."""
+        return io.Writer(self._open_write(bucket, key), bucket, key)
 
 __all__ = [
     "AccessDeniedError",
