@@ -231,20 +231,40 @@ pub unsafe extern "C" fn gantry_put_buffer_start(
 ) -> gantry_result {
     ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
-        let region = Region::new(data.cast_mut(), len, "data")?;
-        let (returned_tx, returned_rx) = oneshot::channel();
-        let body = match len {
-            0 => bytes::Bytes::new(),
-            _ => bytes::Bytes::from_owner(Loan { region, _returned: returned_tx }),
-        };
-        start(client, Runner::Worker, done, user_data, out_request, u64::MAX, move |shared| {
-            let op = async move { Ok(c.put(&bucket, &key, body).await?.size) };
-            // Connection tasks of cancelled parts may drop their slices a moment after the
-            // put ended: the request ends only when the sender inside the loan is gone.
-            (record_size(op, shared), async move {
-                let _ = returned_rx.await;
-            })
+        let args = unsafe { object_args(client, bucket, key)? };
+        start_lent_upload(args, data, len, done, user_data, out_request, |c, bucket, key, body| async move {
+            Ok(c.put(&bucket, &key, body).await?.size)
+        })
+    })
+}
+
+/// Starts an upload of caller memory lent without a copy (`put_buffer`, `append`): `op`
+/// sends `body` and returns the request's size. Connection tasks of cancelled parts may drop
+/// their slices a moment after the operation ended, so the request ends only once the
+/// sender inside the loan is gone: only then is the caller's memory free again.
+fn start_lent_upload<F, Fut>(
+    args: ObjectArgs<'_>,
+    data: *const u8,
+    len: usize,
+    done: gantry_done_fn,
+    user_data: *mut c_void,
+    out_request: *mut *mut gantry_request,
+    op: F,
+) -> Result<(), Failure>
+where
+    F: FnOnce(gantry::Client, String, String, bytes::Bytes) -> Fut + Send + 'static,
+    Fut: Future<Output = gantry::Result<u64>> + Send + 'static,
+{
+    let ObjectArgs { client, owned: c, bucket, key } = args;
+    let region = Region::new(data.cast_mut(), len, "data")?;
+    let (returned_tx, returned_rx) = oneshot::channel();
+    let body = match len {
+        0 => bytes::Bytes::new(),
+        _ => bytes::Bytes::from_owner(Loan { region, _returned: returned_tx }),
+    };
+    start(client, Runner::Worker, done, user_data, out_request, u64::MAX, move |shared| {
+        (record_size(op(c, bucket, key, body), shared), async move {
+            let _ = returned_rx.await;
         })
     })
 }
@@ -273,19 +293,9 @@ pub unsafe extern "C" fn gantry_append_start(
 ) -> gantry_result {
     ffi_fn!(out_err, || {
         // SAFETY: per the contract above.
-        let ObjectArgs { client, owned: c, bucket, key } = unsafe { object_args(client, bucket, key)? };
-        let region = Region::new(data.cast_mut(), len, "data")?;
-        let (returned_tx, returned_rx) = oneshot::channel();
-        let body = match len {
-            0 => bytes::Bytes::new(),
-            _ => bytes::Bytes::from_owner(Loan { region, _returned: returned_tx }),
-        };
-        start(client, Runner::Worker, done, user_data, out_request, u64::MAX, move |shared| {
-            let op = async move { Ok(c.append(&bucket, &key, offset, body).await?.size) };
-            // As for put_buffer: the request ends once nothing holds the caller's bytes.
-            (record_size(op, shared), async move {
-                let _ = returned_rx.await;
-            })
+        let args = unsafe { object_args(client, bucket, key)? };
+        start_lent_upload(args, data, len, done, user_data, out_request, move |c, bucket, key, body| async move {
+            Ok(c.append(&bucket, &key, offset, body).await?.size)
         })
     })
 }
