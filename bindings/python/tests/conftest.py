@@ -3,6 +3,7 @@ by `cargo build --release`; GANTRY_TEST_ENDPOINT names a running one instead (wi
 credentials gantry / gantry-secret-key)."""
 
 import os
+import re
 import pathlib
 import socket
 import subprocess
@@ -15,6 +16,7 @@ import gantry
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 KEY, SECRET = "gantry", "gantry-secret-key"
+RUN = f"{os.getpid() % 100000:05}"
 
 
 @pytest.fixture(scope="session")
@@ -49,6 +51,9 @@ def client(endpoint):
 
 @pytest.fixture
 def bucket(client, request):
-    name = "py-" + request.node.name.replace("_", "-")[:50].lower()
+    # A valid bucket name per test: lower-case letters, digits and dashes ("[fork]" and the
+    # like from parametrised names become dashes).
+    # A run-unique suffix: a server named by GANTRY_TEST_ENDPOINT keeps earlier runs' buckets.
+    name = f"py-{RUN}-" + re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:50]
     client.create_bucket(name)
     return name

@@ -12,8 +12,21 @@ from ._gantry import Buffer, ObjectSummary, __version__
 from ._gantry import Client as _EngineClient
 
 
+def _client_from(endpoint_url, region, config):
+    return Client(endpoint_url=endpoint_url, region=region, **config)
+
+
 class Client(_EngineClient):
-    """An S3 client (see the module docs); `open_read` / `open_write` give file objects."""
+    """An S3 client (see the module docs); `open_read` / `open_write` give file objects.
+
+    Picklable: a pickled client is rebuilt from its arguments (a new connection pool), which
+    is how DataLoader workers started by spawn get one."""
+
+    def __init__(self, endpoint_url=None, region=None, **config):
+        self._args = (endpoint_url, region, dict(config))
+
+    def __reduce__(self):
+        return (_client_from, self._args)
 
     def open_read(self, bucket, key):
         """A seekable file object streaming bucket/key (gantry.io.Reader)."""
