@@ -6,7 +6,6 @@ import pytest
 
 import gantry
 
-from conftest import KEY
 
 
 def pattern(n, seed=1):
@@ -99,7 +98,7 @@ def test_listing_pages_lazily(client, bucket):
     assert 1 + sum(1 for _ in it) == 1005
 
 
-def test_errors_are_typed(client, bucket, endpoint):
+def test_errors_are_typed(client, bucket, server):
     with pytest.raises(gantry.NotFoundError) as e:
         client.get(bucket, "missing")
     assert isinstance(e.value, FileNotFoundError) and isinstance(e.value, gantry.GantryError)
@@ -109,13 +108,13 @@ def test_errors_are_typed(client, bucket, endpoint):
         client.get("no-such-bucket-here", "k")
     with pytest.raises(FileNotFoundError):
         client.head(bucket, "missing")
-    wrong = gantry.Client(endpoint_url=endpoint, access_key_id=KEY, secret_access_key="wrong",
+    wrong = gantry.Client(endpoint_url=server.url, access_key_id=server.key, secret_access_key="wrong",
                           auto_config=False, max_attempts=1)
     with pytest.raises(gantry.AccessDeniedError) as e:
         wrong.put(bucket, "k", b"x")
     assert isinstance(e.value, PermissionError) and e.value.http_status == 403
     with pytest.raises(gantry.InvalidInputError):
-        gantry.Client(endpoint_url=endpoint, no_such_setting=1)
+        gantry.Client(endpoint_url=server.url, no_such_setting=1)
     with pytest.raises(TypeError):
         client.put(bucket, "k", "a str is not bytes")
 
