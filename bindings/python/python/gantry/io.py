@@ -1,5 +1,8 @@
 """File objects over gantry's streams: `Client.open_read` and `Client.open_write` return them.
 
+BufferReader: the same file interface over an object already in memory (`Client.get`,
+`gantry.torch.ObjectDataset`).
+
 Reader: read / readinto / seek / tell, streaming in order with the engine's prefetching
 (parallel parts within the client's read window, so memory stays bounded however large the
 object). Writer: write, then close() completes the object; leaving a `with` block by an
@@ -55,6 +58,74 @@ class Reader(io.BufferedIOBase):
     def close(self):
         if not self.closed:
             self._raw.close()
+        super().close()
+
+    def _checkClosed(self):
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+
+
+class BufferReader(io.BufferedIOBase):
+    """A read-only, seekable file object over bytes already downloaded (a `gantry.Buffer`):
+    reads copy out of it, nothing is copied up front. `.bucket` and `.key` name the object,
+    `.size` is its length, `getbuffer()` is a memoryview of all of it (no copy)."""
+
+    def __init__(self, buffer, bucket=None, key=None):
+        super().__init__()
+        self._view = memoryview(buffer).cast("B")
+        self._pos = 0
+        self.bucket = bucket
+        self.key = key
+        self.size = len(self._view)
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def getbuffer(self):
+        """The whole object as a read-only memoryview (no copy)."""
+        self._checkClosed()
+        return self._view
+
+    def readinto(self, b):
+        self._checkClosed()
+        out = memoryview(b).cast("B")
+        n = max(0, min(len(out), self.size - self._pos))
+        out[:n] = self._view[self._pos : self._pos + n]
+        self._pos += n
+        return n
+
+    def readinto1(self, b):
+        return self.readinto(b)
+
+    def read(self, size=-1):
+        self._checkClosed()
+        end = self.size if size is None or size < 0 else min(self.size, self._pos + size)
+        start, self._pos = self._pos, max(self._pos, end)
+        return bytes(self._view[start:end])
+
+    def read1(self, size=-1):
+        return self.read(size)
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        self._checkClosed()
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.size}.get(whence)
+        if base is None:
+            raise ValueError(f"invalid whence {whence}")
+        if base + offset < 0:
+            raise ValueError(f"negative seek position {base + offset}")
+        self._pos = base + offset
+        return self._pos
+
+    def tell(self):
+        self._checkClosed()
+        return self._pos
+
+    def close(self):
+        if not self.closed:
+            self._view.release()
         super().close()
 
     def _checkClosed(self):
