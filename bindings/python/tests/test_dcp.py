@@ -26,7 +26,7 @@ def zeros_like(sd):
     return {k: torch.zeros_like(v) if isinstance(v, torch.Tensor) else 0 for k, v in sd.items()}
 
 
-@pytest.mark.parametrize("read_batch_bytes", [512 << 20, 1 << 20])
+@pytest.mark.parametrize("read_batch_bytes", [256 << 20, 1 << 20])
 def test_save_and_load_round_trip(client, bucket, read_batch_bytes):
     sd = state()
     uri = f"s3://{bucket}/ckpt/step-1234"

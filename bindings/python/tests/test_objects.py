@@ -103,3 +103,15 @@ def test_the_batch_call_releases_the_gil(client, objects):
     stop.set()
     t.join()
     assert any(start < x < end for x in ticks)
+
+
+def test_ranges_longer_than_a_part_land_whole(client, bucket):
+    # Longer than the part size (5 MiB here): parallel ranged GETs straight into one buffer.
+    data = bytes(range(251)) * (11 * 2**20 // 251)
+    client.put(bucket, "big", data)
+    whole, tail, mid = client.get_ranges([(bucket, "big", 0, len(data)), (bucket, "big", 2**20, 64 * 2**20),
+                                          (bucket, "big", 3, 7 * 2**20)])
+    assert bytes(whole) == data
+    assert bytes(tail) == data[2**20:], "a range past the end is cut at the end"
+    assert bytes(mid) == data[3:3 + 7 * 2**20]
+    assert bytes(client.get_range(bucket, "big", 5, 6 * 2**20)) == data[5:5 + 6 * 2**20]

@@ -15,13 +15,15 @@ checkpoint can be copied to a local directory and read with `FileSystemReader`.
   writer threads (which DCP itself would let pass, committing a checkpoint without that
   thread's items). Files that other threads completed stay, without `.metadata`.
 - Reading: the tensors a rank needs are fetched as ranged GETs, all in flight together in
-  batches of up to `read_batch_bytes` (default 512 MiB), instead of DCP's one read after
-  another.
+  batches of about `read_batch_bytes` (default 256 MiB), the next batch downloading while
+  DCP decodes the current one (so about two batches in memory), instead of DCP's one read
+  after another.
 - `.metadata` is written last, as DCP does, so a checkpoint without it is incomplete.
 """
 
 import dataclasses
 import io
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from torch.distributed.checkpoint.filesystem import FileSystemBase, FileSystemReader, FileSystemWriter
@@ -159,9 +161,9 @@ class StorageWriter(FileSystemWriter):
 class StorageReader(FileSystemReader):
     """Reads a DCP checkpoint from `uri` (s3://bucket/prefix), fetching the tensors this rank
     needs concurrently. `client=` and any gantry configuration key as keywords;
-    `read_batch_bytes` bounds the bytes in flight (and in memory) at once."""
+    `read_batch_bytes` sizes a batch (two are in memory at once: one decoding, one arriving)."""
 
-    def __init__(self, uri, *, client=None, read_batch_bytes=512 * 1024 * 1024, **config):
+    def __init__(self, uri, *, client=None, read_batch_bytes=256 * 1024 * 1024, **config):
         super().__init__(uri)
         self.fs = S3FileSystem(default_client(client, config))
         self.path = self.fs.init_path(uri)
@@ -179,28 +181,37 @@ class StorageReader(FileSystemReader):
         return BufferReader(fetched, file.bucket, file.key)
 
     def read_data(self, plan, planner):
-        # DCP reads item after item; fetch a batch's ranges all at once first, then let it
-        # read them from memory.
-        done, batch, batch_bytes = None, [], 0
+        # DCP reads item after item, each a round trip. Instead: the items' byte ranges in
+        # batches of read_batch_bytes, each batch's GETs all in flight at once, the next batch
+        # downloading (on a thread; the engine releases the GIL) while DCP decodes this one.
+        batches, batch, batch_bytes = [], [], 0
         for item in plan.items:
             batch.append(item)
             batch_bytes += self.storage_data[item.storage_index].length
             if batch_bytes >= self.read_batch_bytes:
-                done = self._read_batch(plan, planner, batch)
+                batches.append(batch)
                 batch, batch_bytes = [], 0
-        if batch or done is None:
-            done = self._read_batch(plan, planner, batch)
+        if batch or not batches:
+            batches.append(batch)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gantry-dcp-fetch") as pool:
+            ahead = pool.submit(self._fetch, batches[0])
+            for i, items in enumerate(batches):
+                fetched = ahead.result()
+                if i + 1 < len(batches):
+                    ahead = pool.submit(self._fetch, batches[i + 1])
+                self._fetched = fetched
+                try:
+                    done = super().read_data(dataclasses.replace(plan, items=items), planner)
+                finally:
+                    self._fetched = {}
         return done
 
-    def _read_batch(self, plan, planner, items):
+    def _fetch(self, items):
+        """The bytes of every item, keyed as _slice_file looks them up."""
         wanted = []
         for item in items:
             info = self.storage_data[item.storage_index]
             bucket, key = split_uri(self.fs.concat_path(self.path, info.relative_path))
             wanted.append((bucket, key, info.offset, info.length))
-        try:
-            for (bucket, key, offset, length), buf in zip(wanted, self.fs.client.get_ranges(wanted)):
-                self._fetched[(key, offset, length)] = buf
-            return super().read_data(dataclasses.replace(plan, items=items), planner)
-        finally:
-            self._fetched.clear()
+        return {(key, offset, length): buf
+                for (_, key, offset, length), buf in zip(wanted, self.fs.client.get_ranges(wanted))}
