@@ -17,15 +17,18 @@ import gantry.torch
 from gantry.torch.dcp import StorageReader, StorageWriter
 
 
-def shards(bucket):
-    def keys(reader):
-        return [s["__key__"] for s in gantry.torch.tar_samples(reader)]
+def sample_keys(reader):
+    return [s["__key__"] for s in gantry.torch.tar_samples(reader)]
 
-    ds = gantry.torch.ShardDataset(f"s3://{bucket}/train/", transform=keys, seed=5)
-    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="fork")
+
+def shards(bucket):
+    ds = gantry.torch.ShardDataset(f"s3://{bucket}/train/", transform=sample_keys, seed=5)
     epochs = []
-    for epoch in range(2):
+    # Epoch 0 with workers started by fork, epoch 1 by spawn (the dataset and its client
+    # pickled into each worker).
+    for epoch, context in enumerate(("fork", "spawn")):
         ds.set_epoch(epoch)
+        loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=4, multiprocessing_context=context)
         epochs.append([k for batch in loader for k in batch])
     return {"epochs": epochs}
 

@@ -78,3 +78,13 @@ def test_a_client_pickles_for_spawned_workers(client):
 
     again = pickle.loads(pickle.dumps(client))
     assert isinstance(again, gantry.Client) and again is not client
+
+
+def test_a_generator_transform_yields_one_sample_per_item(client, shards):
+    ds = gantry.torch.ShardDataset(f"s3://{shards}/train/", client=client, transform=gantry.torch.tar_samples)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="fork")
+    samples = list(loader)
+    assert len(samples) == N_SHARDS * 3
+    assert {s["__key__"] for s in samples} == {f"s{i:03}/{j}" for i in range(N_SHARDS) for j in range(3)}
+    one = next(s for s in samples if s["__key__"] == "s007/2")
+    assert one["txt"] == b"shard 7 sample 2" and one["cls"] == b"2"

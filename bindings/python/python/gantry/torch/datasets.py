@@ -14,6 +14,7 @@ reads each shard exactly once across all ranks and workers, with no coordination
 as any map-style dataset does.
 """
 
+import inspect
 import random
 import tarfile
 
@@ -31,7 +32,8 @@ class ShardDataset(_torch.utils.data.IterableDataset):
     DataLoader workers, so one epoch reads every shard exactly once. `set_epoch(n)` reshuffles
     the shard order (the same on every rank: the seed is `seed + epoch`). Each shard yields
     `transform(reader)`, by default the reader itself: a file object streaming the shard in
-    order with bounded memory (`.key` names it), closed when iteration moves on.
+    order with bounded memory (`.key` names it), closed when iteration moves on. A transform
+    that is a generator (`tar_samples`) yields its items one by one: one sample per item.
     """
 
     def __init__(self, uri_or_uris, *, shuffle=True, seed=0, transform=None, client=None, **config):
@@ -61,7 +63,11 @@ class ShardDataset(_torch.utils.data.IterableDataset):
         for bucket, key in worker_slice(shards):
             reader = self.client.open_read(bucket, key)
             try:
-                yield self.transform(reader) if self.transform else reader
+                out = self.transform(reader) if self.transform else reader
+                if inspect.isgenerator(out):
+                    yield from out  # e.g. tar_samples: one item per sample, streamed
+                else:
+                    yield out
             finally:
                 reader.close()
 
