@@ -13,7 +13,9 @@ target (10 Gbit/s, the connector's default, which sizes both clients' connection
                   connector renames `.metadata` with CopyObject, which the fault server lacks
 
 Each client runs in a process of its own (benches/runners/torch_runner.py); the harness adds
-its peak RSS (wait4: the largest of the process and its waited-for children). Clients
+its peak RSS (wait4: the largest of the process and its waited-for children). The server's CPU
+per GiB is reported too: client and server share the machine's two cores, so once both are
+busy, a client's throughput can only grow by what it saves in CPU. Clients
 alternate within a round; the order flips every round; ratios are taken within one round.
 
     benches/run.sh --torch [--cases shards,objects,checkpoint,dcp] [--rounds N] [--smoke]
@@ -134,7 +136,7 @@ class Serve:
 
 def run_case(name, sc, rounds, workdir):
     server = Serve(workdir) if sc.get("serve") else Server(sc["shaping"], workdir, name=name)
-    spec = dict(sc["spec"], endpoint=server.endpoint, bucket="bench")
+    spec = dict(sc["spec"], endpoint=server.endpoint, bucket="bench", server_pid=server.proc.pid)
     try:
         preload(sc, server, spec)
         rows = []  # per round: {client: [phases]}
@@ -149,15 +151,17 @@ def run_case(name, sc, rounds, workdir):
 def report(name, sc, rows):
     unit = sc["unit"]
     out = [f"### {name}: {sc['about']}", "",
-           f"| phase | client | {unit} | CPU s/GiB | peak RSS MiB | gantry / connector {unit} | gantry / connector CPU per GiB |",
-           "|---|---|---|---|---|---|---|"]
+           f"| phase | client | {unit} | CPU s/GiB | server CPU s/GiB | peak RSS MiB | gantry / connector {unit} | gantry / connector CPU per GiB |",
+           "|---|---|---|---|---|---|---|---|"]
     for i, phase in enumerate(p["phase"] for p in rows[0]["gantry"]):
         for c in CLIENTS:
             ps = [r[c][i] for r in rows]
             ratio_t = rng([rate(r["gantry"][i], unit) / rate(r["connector"][i], unit) for r in rows]) if c == "gantry" else ""
             ratio_c = rng([cpu_per_gib(r["gantry"][i]) / cpu_per_gib(r["connector"][i]) for r in rows]) if c == "gantry" else ""
             out.append(f"| {phase} | {c} | {rng([rate(p, unit) for p in ps], '{:.0f}')} | "
-                       f"{rng([cpu_per_gib(p) for p in ps], '{:.3f}')} | {max(p['peak_rss_mib'] for p in ps):.0f} | "
+                       f"{rng([cpu_per_gib(p) for p in ps], '{:.3f}')} | "
+                       f"{rng([p['server_cpu'] / (p['bytes'] / (1 << 30)) for p in ps], '{:.3f}')} | "
+                       f"{max(p['peak_rss_mib'] for p in ps):.0f} | "
                        f"{ratio_t} | {ratio_c} |")
     return "\n".join(out) + "\n"
 

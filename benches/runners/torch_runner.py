@@ -26,9 +26,22 @@ def cpu():
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
-def report(phase, nbytes, samples, t0, c0):
-    print(json.dumps({"phase": phase, "bytes": nbytes, "samples": samples,
-                      "seconds": time.monotonic() - t0, "cpu": cpu() - c0}), flush=True)
+SERVER_PID = None
+
+
+def server_cpu():
+    """The server's CPU seconds so far (/proc/PID/stat): with both on two cores, what the
+    server spends is what the client cannot."""
+    if SERVER_PID is None:
+        return 0.0
+    with open(f"/proc/{SERVER_PID}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def report(phase, nbytes, samples, t0, c0, s0):
+    print(json.dumps({"phase": phase, "bytes": nbytes, "samples": samples, "seconds": time.monotonic() - t0,
+                      "cpu": cpu() - c0, "server_cpu": server_cpu() - s0}), flush=True)
 
 
 def drain(reader):
@@ -68,10 +81,10 @@ def shards(spec, client):
                                             s3client_config=clients(spec, client), enable_sharding=True)
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=spec["workers"],
                                          multiprocessing_context="fork")
-    t0, c0 = time.monotonic(), cpu()
+    t0, c0, s0 = time.monotonic(), cpu(), server_cpu()
     total = sum(loader)
     del loader
-    report("read", total, len(uris), t0, c0)
+    report("read", total, len(uris), t0, c0, s0)
 
 
 def objects(spec, client):
@@ -88,10 +101,10 @@ def objects(spec, client):
     n = len(ds)  # lists the prefix: before the clock, for both
     loader = torch.utils.data.DataLoader(ds, batch_size=spec["batch_size"], num_workers=spec["workers"],
                                          multiprocessing_context="fork", collate_fn=sum)
-    t0, c0 = time.monotonic(), cpu()
+    t0, c0, s0 = time.monotonic(), cpu(), server_cpu()
     total = sum(loader)
     del loader
-    report("read", total, n, t0, c0)
+    report("read", total, n, t0, c0, s0)
 
 
 def state_dict(spec, seed=0):
@@ -123,12 +136,12 @@ def checkpoint(spec, client):
             with ck.reader(uri) as r:
                 return torch.load(r, weights_only=True)
 
-    t0, c0 = time.monotonic(), cpu()
+    t0, c0, s0 = time.monotonic(), cpu(), server_cpu()
     save()
-    report("save", nbytes, 1, t0, c0)
-    t0, c0 = time.monotonic(), cpu()
+    report("save", nbytes, 1, t0, c0, s0)
+    t0, c0, s0 = time.monotonic(), cpu(), server_cpu()
     back = load()
-    report("load", nbytes, 1, t0, c0)
+    report("load", nbytes, 1, t0, c0, s0)
     bad = [k for k in sd if not torch.equal(sd[k], back[k])]
     if bad:
         raise SystemExit(f"{client}: tensors differ after the round trip: {bad[:3]}")
@@ -169,14 +182,15 @@ def dcp_rank(spec, client):
     for phase, run in (("save", lambda: dcp.save(sd, storage_writer=writer)),
                        ("load", lambda: dcp.load(back, storage_reader=reader))):
         dist.barrier()
-        t0, c0 = time.monotonic(), cpu()
+        t0, c0, s0 = time.monotonic(), cpu(), server_cpu()
         run()
         mine = cpu() - c0
         dist.barrier()
-        seconds = time.monotonic() - t0
-        totals = torch.tensor([nbytes, mine, seconds], dtype=torch.float64)
-        dist.all_reduce(totals[:2])
-        out.append({"phase": phase, "bytes": int(totals[0]), "samples": 1, "seconds": seconds, "cpu": float(totals[1])})
+        seconds, served = time.monotonic() - t0, server_cpu() - s0
+        totals = torch.tensor([nbytes, mine], dtype=torch.float64)
+        dist.all_reduce(totals)
+        out.append({"phase": phase, "bytes": int(totals[0]), "samples": 1, "seconds": seconds,
+                    "cpu": float(totals[1]), "server_cpu": served})
     if not all(torch.equal(sd[k], back[k]) for k in sd):
         raise SystemExit(f"{client}: rank {rank}: tensors differ after the DCP round trip")
     if rank == 0:
@@ -186,7 +200,9 @@ def dcp_rank(spec, client):
 
 
 def main():
+    global SERVER_PID
     case, client, spec = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    SERVER_PID = spec.get("server_pid")
     {"shards": shards, "objects": objects, "checkpoint": checkpoint, "dcp": dcp_rank}[case](spec, client)
 
 
