@@ -181,7 +181,7 @@ def main():
 
     rounds = 1 if a.smoke else a.rounds
     md = [f"machine: {os.cpu_count()} CPUs; torch {torch.__version__}, s3torchconnector {s3torchconnector.__version__}; "
-          f"gantry-fault-server on loopback; {rounds} round(s); {time.strftime('%Y-%m-%d')}", ""]
+          f"gantry-fault-server on loopback (gantry serve for dcp); {rounds} round(s); {time.strftime('%Y-%m-%d')}", ""]
     table = cases(16 if a.smoke else 1)
     with tempfile.TemporaryDirectory() as workdir:
         for name in a.cases.split(","):

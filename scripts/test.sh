@@ -60,6 +60,10 @@ echo "== benchmark harness smoke (benches/run.sh --smoke: tiny sizes, one round;
 benches/run.sh --smoke 2>&1 | tee -a "$log"
 bench_status=${PIPESTATUS[0]}
 [[ $status -ne 0 ]] || status=$bench_status
+echo "== PyTorch benchmark smoke (benches/run.sh --torch --smoke: gantry.torch and s3torchconnector, tiny sizes)"
+benches/run.sh --torch --smoke 2>&1 | tee -a "$log"
+bench_status=${PIPESTATUS[0]}
+[[ $status -ne 0 ]] || status=$bench_status
 set -e
 # One closing line for the whole run (cargo prints one per test binary, the last often a
 # doc-test binary with nothing in it).

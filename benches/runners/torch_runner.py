@@ -179,8 +179,13 @@ def dcp_rank(spec, client):
             fs._client = S3Client(spec["region"], endpoint=spec["endpoint"], s3client_config=config)
     back = {k: torch.zeros_like(v) for k, v in sd.items()}
     out = []
+    # GANTRY_BENCH_PHASES=load times a load alone (of a checkpoint an earlier run saved),
+    # e.g. under `perf record`.
+    phases = os.environ.get("GANTRY_BENCH_PHASES", "save,load").split(",")
     for phase, run in (("save", lambda: dcp.save(sd, storage_writer=writer)),
                        ("load", lambda: dcp.load(back, storage_reader=reader))):
+        if phase not in phases:
+            continue
         dist.barrier()
         t0, c0, s0 = time.monotonic(), cpu(), server_cpu()
         run()
