@@ -33,6 +33,10 @@ pub enum Op {
     DeleteObject,
     /// `PUT /bucket`.
     CreateBucket,
+    /// `PUT /bucket/key` with `x-amz-copy-source` (without `partNumber`/`uploadId`).
+    CopyObject,
+    /// `PUT /bucket/key?partNumber=N&uploadId=U` with `x-amz-copy-source`.
+    UploadPartCopy,
     /// `GET /bucket?session`: S3 Express One Zone's CreateSession (see
     /// [`crate::FaultServer::enable_express`]).
     CreateSession,
@@ -42,7 +46,7 @@ pub enum Op {
 
 impl Op {
     /// All variants, in declaration order (index = `op as usize`), for per-op counters.
-    pub const ALL: [Op; 13] = [
+    pub const ALL: [Op; 15] = [
         Op::GetObject,
         Op::HeadObject,
         Op::PutObject,
@@ -54,6 +58,8 @@ impl Op {
         Op::ListObjectsV2,
         Op::DeleteObject,
         Op::CreateBucket,
+        Op::CopyObject,
+        Op::UploadPartCopy,
         Op::CreateSession,
         Op::Other,
     ];
@@ -72,6 +78,8 @@ impl Op {
             Op::ListObjectsV2 => "ListObjectsV2",
             Op::DeleteObject => "DeleteObject",
             Op::CreateBucket => "CreateBucket",
+            Op::CopyObject => "CopyObject",
+            Op::UploadPartCopy => "UploadPartCopy",
             Op::CreateSession => "CreateSession",
             Op::Other => "Other",
         }

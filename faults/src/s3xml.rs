@@ -272,6 +272,19 @@ pub(crate) fn location_doc() -> String {
     format!("{DECL}<LocationConstraint xmlns=\"{NS}\"></LocationConstraint>")
 }
 
+/// `<CopyObjectResult>` / `<CopyPartResult>` (`root`): ETag, LastModified and the checksums
+/// as (element name, base64 value).
+pub(crate) fn copy_result_doc(root: &str, etag: &str, last_modified: &str, checksums: &[(&str, String)]) -> String {
+    let mut s = format!("{DECL}<{root} xmlns=\"{NS}\">");
+    el(&mut s, "LastModified", last_modified);
+    el(&mut s, "ETag", etag);
+    for (name, value) in checksums {
+        el(&mut s, name, value);
+    }
+    s.push_str(&format!("</{root}>"));
+    s
+}
+
 /// `DeleteObjects` answer; `deleted` lists keys (omitted entirely in quiet mode).
 pub(crate) fn delete_result_doc(deleted: &[String]) -> String {
     let mut s = format!("{DECL}<DeleteResult xmlns=\"{NS}\">");

@@ -35,6 +35,8 @@ enum Action {
     Put,
     CreateMpu,
     UploadPart,
+    CopyObject,
+    UploadPartCopy,
     Complete,
     Abort,
     ListUploads,
@@ -59,6 +61,8 @@ impl Action {
             Action::Put => Op::PutObject,
             Action::CreateMpu => Op::CreateMultipartUpload,
             Action::UploadPart => Op::UploadPart,
+            Action::CopyObject => Op::CopyObject,
+            Action::UploadPartCopy => Op::UploadPartCopy,
             Action::Complete => Op::CompleteMultipartUpload,
             Action::Abort => Op::AbortMultipartUpload,
             Action::ListUploads => Op::ListMultipartUploads,
@@ -129,7 +133,10 @@ fn classify(
                 Method::GET if has("uploadId") => Action::Unsupported,
                 Method::GET => Action::Get,
                 Method::HEAD => Action::Head,
-                Method::PUT if h.contains_key("x-amz-copy-source") => Action::Unsupported,
+                Method::PUT if h.contains_key("x-amz-copy-source") && (has("uploadId") || has("partNumber")) => {
+                    Action::UploadPartCopy
+                }
+                Method::PUT if h.contains_key("x-amz-copy-source") => Action::CopyObject,
                 Method::PUT if has("uploadId") || has("partNumber") => Action::UploadPart,
                 Method::PUT => Action::Put,
                 Method::POST if has("uploads") => Action::CreateMpu,
@@ -226,7 +233,7 @@ pub(crate) async fn handle(
     } else {
         None
     };
-    let part_number = if op == Op::UploadPart {
+    let part_number = if matches!(op, Op::UploadPart | Op::UploadPartCopy) {
         query.iter().find(|(k, _)| k == "partNumber").and_then(|(_, v)| v.parse().ok())
     } else {
         None
@@ -453,6 +460,8 @@ impl Ctx {
             Action::Put
                 | Action::CreateMpu
                 | Action::UploadPart
+                | Action::CopyObject
+                | Action::UploadPartCopy
                 | Action::Complete
                 | Action::Abort
                 | Action::Delete
@@ -486,6 +495,8 @@ impl Ctx {
             Action::Put => self.put_object(body),
             Action::CreateMpu => self.create_mpu(),
             Action::UploadPart => self.upload_part(body),
+            Action::CopyObject => self.copy_object(),
+            Action::UploadPartCopy => self.upload_part_copy(),
             Action::Complete => self.complete(body),
             Action::Abort => {
                 match self.store().remove_upload(&self.bucket, &self.key, self.q("uploadId").unwrap_or("")) {
@@ -748,6 +759,102 @@ impl Ctx {
             Ok(obj) => Reply::new(200).header("etag", &obj.etag),
             Err(code) => self.error(404, code),
         }
+    }
+
+    /// The object `x-amz-copy-source` names (`bucket/key`, percent-encoded, an optional leading
+    /// `/` and `?versionId=`, which this server has no versions for), checked against
+    /// `x-amz-copy-source-if-match` (412 `PreconditionFailed` when the source changed).
+    fn copy_source(&self) -> Result<Arc<crate::store::Object>, Box<Reply>> {
+        let raw = self.h("x-amz-copy-source").unwrap_or("");
+        let raw = raw.split_once("?versionId=").map_or(raw, |(p, _)| p);
+        let decoded = percent_decode(raw);
+        let Some((bucket, key)) =
+            decoded.trim_start_matches('/').split_once('/').filter(|(b, k)| !b.is_empty() && !k.is_empty())
+        else {
+            return Err(Box::new(self.error_msg(
+                400,
+                "InvalidArgument",
+                "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.",
+            )));
+        };
+        let obj = self.store().get(bucket, key).map_err(|code| Box::new(self.error(404, code)))?;
+        if let Some(want) = self.h("x-amz-copy-source-if-match") {
+            if want.trim_matches('"') != obj.etag.trim_matches('"') {
+                return Err(Box::new(self.error(412, "PreconditionFailed")));
+            }
+        }
+        Ok(obj)
+    }
+
+    /// CopyObject: the source's bytes become a new object (checksums computed afresh, as S3
+    /// does when `x-amz-checksum-algorithm` is given or the source's was composite).
+    fn copy_object(&self) -> Reply {
+        let src = match self.copy_source() {
+            Ok(o) => o,
+            Err(r) => return *r,
+        };
+        let extra = match self.h("x-amz-checksum-algorithm") {
+            None => None,
+            Some(v) => match ChecksumAlgo::from_name(v) {
+                Some(a) => Some(a),
+                None => return self.error_msg(400, "InvalidRequest", "Unsupported x-amz-checksum-algorithm."),
+            },
+        };
+        let obj = match self.store().put(&self.bucket, &self.key, Draft::new(src.data.clone(), extra), None, false) {
+            Ok(o) => o,
+            Err(code) => return self.error(404, code),
+        };
+        let checksums: Vec<_> = obj.checksums.iter().map(|(a, v)| (a.xml_name(), a.encode(v))).collect();
+        Reply::xml(200, s3xml::copy_result_doc("CopyObjectResult", &obj.etag, &iso8601(obj.last_modified), &checksums))
+    }
+
+    /// UploadPartCopy: bytes `x-amz-copy-source-range` (or all) of the source become a part;
+    /// the answer carries the part's checksum when the upload declared an algorithm.
+    fn upload_part_copy(&self) -> Reply {
+        let Some(number) =
+            self.q("partNumber").and_then(|v| v.parse::<u32>().ok()).filter(|n| (1..=10_000).contains(n))
+        else {
+            return self.error_msg(
+                400,
+                "InvalidArgument",
+                "Part number must be an integer between 1 and 10000, inclusive",
+            );
+        };
+        let id = self.q("uploadId").unwrap_or("").to_string();
+        let algo = match self.store().upload(&self.bucket, &self.key, &id) {
+            Ok(u) => u.algorithm,
+            Err(code) => return self.error(404, code),
+        };
+        let src = match self.copy_source() {
+            Ok(o) => o,
+            Err(r) => return *r,
+        };
+        let len = src.data.len() as u64;
+        let range = match self.h("x-amz-copy-source-range") {
+            None => 0..len,
+            Some(v) => {
+                let parsed = v
+                    .strip_prefix("bytes=")
+                    .and_then(|r| r.split_once('-'))
+                    .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)));
+                match parsed {
+                    Some((a, b)) if a <= b && b < len => a..b + 1,
+                    _ => return self.error_msg(400, "InvalidArgument", "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy"),
+                }
+            }
+        };
+        let data = src.data.slice(range.start as usize..range.end as usize);
+        let crc64 = crate::checksum::crc64(&data);
+        let checksum = algo.map(|a| (a.xml_name(), a.encoded(&data)));
+        let etag = match self.store().put_part(&self.bucket, &self.key, &id, number, data, crc64) {
+            Ok(e) => e,
+            Err(code) => return self.error(404, code),
+        };
+        let checksums: Vec<_> = checksum.into_iter().collect();
+        Reply::xml(
+            200,
+            s3xml::copy_result_doc("CopyPartResult", &etag, &iso8601(std::time::SystemTime::now()), &checksums),
+        )
     }
 
     fn create_mpu(&self) -> Reply {
