@@ -94,8 +94,8 @@ impl ChecksumAlgorithm {
         B64.encode(&bytes[8 - self.width()..])
     }
 
-    #[cfg(test)]
-    fn decode(self, text: &str) -> Option<u64> {
+    /// A CRC value from S3's wire form (a part checksum in a copy's answer).
+    pub(crate) fn decode(self, text: &str) -> Option<u64> {
         let bytes = B64.decode(text.trim()).ok()?;
         if bytes.len() != self.width() {
             return None;

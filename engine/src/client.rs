@@ -17,7 +17,10 @@ use crate::metrics::{Metrics, MetricsSnapshot};
 use crate::object_client::{GetPart, ObjectClient};
 use crate::s3::S3;
 use crate::task::TaskHandle;
-use crate::types::{AppendOutput, ListOptions, ListPage, MultipartUploadSummary, ObjectInfo, ObjectSummary, PutOutput};
+use crate::types::{
+    AppendOutput, CopyOutput, DeleteObjectsOutput, ListOptions, ListPage, MultipartUploadSummary, ObjectInfo,
+    ObjectSummary, PutOutput,
+};
 use crate::upload::{self, options::PutOptions, writer::Upload};
 
 #[derive(Debug)]
@@ -422,6 +425,54 @@ impl Client {
     pub async fn delete_object(&self, bucket: &str, key: &str) -> Result<()> {
         let (shared, bucket, key) = (self.shared().clone(), bucket.to_string(), key.to_string());
         self.spawn(Operation::DeleteObject, async move { shared.store.delete_object(&bucket, &key).await }).await
+    }
+
+    /// Deletes `keys` from `bucket` with DeleteObjects, 1,000 keys a request, the requests in
+    /// flight together (within the connection limit). A key that does not exist counts as
+    /// deleted (as S3 says); a key the server refuses is listed in
+    /// [`DeleteObjectsOutput::errors`] with its code while the others go on. A request that
+    /// fails as a whole (after its retries) fails the call.
+    pub async fn delete_objects<I, K>(&self, bucket: &str, keys: I) -> Result<DeleteObjectsOutput>
+    where
+        I: IntoIterator<Item = K>,
+        K: Into<String>,
+    {
+        let keys: Vec<String> = keys.into_iter().map(Into::into).collect();
+        let (shared, bucket) = (self.shared().clone(), bucket.to_string());
+        self.spawn(Operation::DeleteObjects, async move {
+            let batches = keys.chunks(crate::s3::delete_objects::MAX_KEYS_PER_DELETE).map(|batch| {
+                let (shared, bucket) = (&shared, &bucket);
+                async move {
+                    let slot = shared.scheduler.slot().await;
+                    let refused = shared.store.delete_objects(bucket, batch).await;
+                    drop(slot);
+                    refused.map(|r| (batch.len(), r))
+                }
+            });
+            let mut out = DeleteObjectsOutput::default();
+            for (sent, refused) in futures::future::try_join_all(batches).await? {
+                out.deleted += (sent - refused.len()) as u64;
+                out.errors.extend(refused);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Copies `src_bucket/src_key` to `bucket/key` on the server: CopyObject up to the
+    /// multipart threshold, parallel UploadPartCopy parts above it (as many in flight as the
+    /// connection limit allows), aborted on failure as uploads are. The source's ETag pins
+    /// its version ([`ErrorKind::ObjectChanged`](crate::ErrorKind::ObjectChanged) if it is
+    /// replaced mid-copy); the content type is kept. A single CopyObject asks the server for
+    /// the configured upload checksum of the copy; a multipart copy leaves the checksum to the
+    /// server's default. No object bytes cross this client.
+    pub async fn copy_object(&self, src_bucket: &str, src_key: &str, bucket: &str, key: &str) -> Result<CopyOutput> {
+        let (shared, src_bucket, src_key) = (self.shared().clone(), src_bucket.to_string(), src_key.to_string());
+        let (bucket, key): (Arc<str>, Arc<str>) = (bucket.into(), key.into());
+        self.spawn(Operation::CopyObject, async move {
+            upload::copy::copy_object(shared, &src_bucket, &src_key, bucket, key).await
+        })
+        .await
     }
 
     /// One page of ListObjectsV2.

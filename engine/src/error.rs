@@ -27,6 +27,12 @@ pub enum Operation {
     AbortMultipartUpload,
     /// DeleteObject.
     DeleteObject,
+    /// DeleteObjects: up to 1,000 keys in one request.
+    DeleteObjects,
+    /// CopyObject: a server-side copy in one request.
+    CopyObject,
+    /// UploadPartCopy: one part of a multipart server-side copy.
+    UploadPartCopy,
     /// ListObjectsV2.
     ListObjectsV2,
     /// ListMultipartUploads.

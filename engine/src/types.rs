@@ -222,3 +222,38 @@ pub struct PutOutput {
     /// Number of parts (1 for a single PutObject).
     pub parts: u32,
 }
+
+/// Result of a server-side copy ([`crate::Client::copy_object`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CopyOutput {
+    /// ETag of the new object.
+    pub etag: String,
+    /// Bytes copied (the source's size).
+    pub size: u64,
+    /// 1 for a single CopyObject, else the number of UploadPartCopy parts.
+    pub parts: u32,
+}
+
+/// One key a batch delete could not remove ([`crate::Client::delete_objects`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeleteObjectError {
+    /// The key.
+    pub key: String,
+    /// The S3 error code (`AccessDenied`, `InternalError`, ...).
+    pub code: Option<String>,
+    /// The server's message.
+    pub message: Option<String>,
+}
+
+/// Result of [`crate::Client::delete_objects`]: every key was either deleted (a missing key
+/// counts as deleted, as S3 says) or is listed in `errors`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeleteObjectsOutput {
+    /// Keys deleted.
+    pub deleted: u64,
+    /// Keys the server refused, with its reason for each.
+    pub errors: Vec<DeleteObjectError>,
+}

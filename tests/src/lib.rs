@@ -15,7 +15,7 @@ macro_rules! conformance_tests {
             etag_change_mid_download, missing_key_is_not_found, buffer_too_small,
             list_pages_and_delete, wrong_credentials_fail_fast, cancelled_upload_leaves_nothing,
             signed_payloads, stream_backpressure, ranged_reads, get_options, checksum_modes,
-            special_file_destinations, download_to_writer);
+            special_file_destinations, download_to_writer, server_side_copy, batch_delete);
         $crate::conformance_tests!(@cases $backend; keys:
             awkward_keys_round_trip, colliding_keys_stay_apart, keys_stay_in_their_bucket,
             awkward_key_multipart);

@@ -858,3 +858,61 @@ fn bucket_in_another_region_is_followed_and_remembered() {
         assert_eq!(c2.metrics().errors, 1);
     });
 }
+
+// ---------------------------------------------------------------- server-side copies
+
+/// A multipart copy (3.5 parts) where part 2's UploadPartCopy meets a 503 SlowDown once: the
+/// part is retried and the copy lands whole, with one extra request.
+#[test]
+fn copy_part_503_is_retried() {
+    deadline(|| {
+        let data = pattern(SIZE, 41);
+        let server = server_with("src", &data);
+        let c = client(&server, |b| b);
+        arm(&server, [Rule::new(Match::op(Op::UploadPartCopy).part_number(2), Fault::slow_down()).times(1)]);
+        let out = c.block_on(c.copy_object(BUCKET, "src", BUCKET, "dst")).unwrap();
+        assert_eq!((out.size, out.parts), (SIZE as u64, 4));
+        assert_eq!(sha256(&server.object(BUCKET, "dst").unwrap()), sha256(&data));
+        let copies = server.requests().iter().filter(|r| r.op == Op::UploadPartCopy).count();
+        assert_eq!(copies, 5, "4 parts and one retry");
+        assert_eq!(server.open_multipart_uploads(BUCKET), 0);
+    });
+}
+
+/// A part refused with 403 fails the copy as AccessDenied and aborts the upload: no object,
+/// no multipart upload left.
+#[test]
+fn copy_part_403_aborts_the_upload() {
+    deadline(|| {
+        let server = server_with("src", &pattern(SIZE, 42));
+        let c = client(&server, |b| b);
+        arm(
+            &server,
+            [Rule::new(
+                Match::op(Op::UploadPartCopy).part_number(3),
+                Fault::Status { status: 403, code: "AccessDenied" },
+            )],
+        );
+        let e = c.block_on(c.copy_object(BUCKET, "src", BUCKET, "dst")).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::AccessDenied, "{e}");
+        settle(&server);
+        assert!(server.object(BUCKET, "dst").is_none());
+        assert_eq!(server.open_multipart_uploads(BUCKET), 0);
+        assert!(server.requests().iter().any(|r| r.op == Op::AbortMultipartUpload));
+    });
+}
+
+/// A small copy is one CopyObject whose 500 is retried; the copy then carries the data.
+#[test]
+fn copy_object_500_is_retried() {
+    deadline(|| {
+        let data = pattern(1000, 43);
+        let server = server_with("src", &data);
+        let c = client(&server, |b| b);
+        arm(&server, [Rule::new(Match::op(Op::CopyObject), Fault::internal_error()).times(1)]);
+        let out = c.block_on(c.copy_object(BUCKET, "src", BUCKET, "dst")).unwrap();
+        assert_eq!(out.parts, 1);
+        assert_eq!(server.object(BUCKET, "dst").unwrap().as_ref(), &data[..]);
+        assert_eq!(server.requests().iter().filter(|r| r.op == Op::CopyObject).count(), 2);
+    });
+}

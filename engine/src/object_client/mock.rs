@@ -18,6 +18,7 @@ use crate::config::RetryConfig;
 use crate::error::{Error, ErrorKind, Operation};
 use crate::metrics::Metrics;
 use crate::retry::RetryPolicy;
+use crate::s3::copy_object::{Copied, CopySource};
 use crate::s3::get_object::RangeHead;
 use crate::s3::get_object_attributes::ObjectParts;
 use crate::s3::upload_part::UploadedPart;
@@ -510,5 +511,66 @@ impl ObjectClient for Mock {
             this.uploads.lock().unwrap().remove(&id);
             Ok(())
         }
+    }
+
+    fn copy_object(
+        &self,
+        source: &CopySource,
+        _bucket: &str,
+        key: &str,
+    ) -> impl Future<Output = Result<Copied, Error>> + Send {
+        let op = Operation::CopyObject;
+        let call = Call { op, key: key.to_string(), range: None, if_match: source.etag.clone(), part: 0 };
+        let (this, source, key) = (self.clone(), source.clone(), key.to_string());
+        async move {
+            this.attempts(call).await?;
+            let bytes = this.source_bytes(&source, op)?;
+            this.insert(&key, bytes);
+            Ok(Copied { etag: this.objects.lock().unwrap()[&key].1.clone() })
+        }
+    }
+
+    fn upload_part_copy(
+        &self,
+        source: &CopySource,
+        _bucket: &str,
+        key: &str,
+        upload_id: &str,
+        number: u32,
+        range: std::ops::Range<u64>,
+    ) -> impl Future<Output = Result<UploadedPart, Error>> + Send {
+        let op = Operation::UploadPartCopy;
+        let call =
+            Call { op, key: key.to_string(), range: Some(range.clone()), if_match: source.etag.clone(), part: number };
+        let (this, source, id) = (self.clone(), source.clone(), upload_id.to_string());
+        async move {
+            this.attempts(call).await?;
+            let bytes = this.source_bytes(&source, op)?;
+            let part = bytes.slice(range.start as usize..(range.end as usize).min(bytes.len()));
+            let mut uploads = this.uploads.lock().unwrap();
+            let upload = uploads.get_mut(&id).ok_or_else(|| {
+                Error::new(ErrorKind::NotFound, op, "no such upload").with_http(404, Some("NoSuchUpload".into()), None)
+            })?;
+            let size = part.len() as u64;
+            let checksum = this.checksum.map(|a| a.checksum(&part));
+            upload.parts.insert(number, part);
+            Ok(UploadedPart { number, etag: format!("\"copy-{number}\""), checksum, size })
+        }
+    }
+}
+
+impl MockStore {
+    /// The bytes of a copy's source, checked against its pinned ETag (412 when replaced).
+    fn source_bytes(&self, source: &CopySource, op: Operation) -> Result<Bytes, Error> {
+        let found = self.objects.lock().unwrap().get(&source.key).cloned();
+        let (bytes, etag) = found.ok_or_else(|| MockStore::not_found(op))?;
+        if source.etag.as_ref().is_some_and(|want| *want != etag) {
+            return Err(Error::new(ErrorKind::ObjectChanged, op, "the source changed").with_http(
+                412,
+                Some("PreconditionFailed".into()),
+                None,
+            ));
+        }
+        Ok(bytes)
     }
 }

@@ -23,6 +23,7 @@ use bytes::Bytes;
 use crate::checksum::{ChecksumAlgorithm, Crc, S3ChecksumAlgorithm};
 use crate::error::Error;
 use crate::retry::RetryPolicy;
+use crate::s3::copy_object::{Copied, CopySource};
 use crate::s3::get_object::RangeHead;
 use crate::s3::get_object_attributes::ObjectParts;
 use crate::s3::upload_part::UploadedPart;
@@ -141,6 +142,25 @@ pub(crate) trait ObjectClient: Send + Sync + std::fmt::Debug + 'static {
         key: &str,
         upload_id: &str,
     ) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// CopyObject (with retries): `source` to `bucket/key` in one request.
+    fn copy_object(
+        &self,
+        source: &CopySource,
+        bucket: &str,
+        key: &str,
+    ) -> impl Future<Output = Result<Copied, Error>> + Send;
+
+    /// UploadPartCopy (with retries): part `number` of `upload_id` is bytes `range` of `source`.
+    fn upload_part_copy(
+        &self,
+        source: &CopySource,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        number: u32,
+        range: Range<u64>,
+    ) -> impl Future<Output = Result<UploadedPart, Error>> + Send;
 }
 
 impl ObjectClient for crate::s3::S3 {
@@ -234,5 +254,26 @@ impl ObjectClient for crate::s3::S3 {
         upload_id: &str,
     ) -> impl Future<Output = Result<(), Error>> + Send {
         crate::s3::S3::abort_multipart(self, bucket, key, upload_id)
+    }
+
+    fn copy_object(
+        &self,
+        source: &CopySource,
+        bucket: &str,
+        key: &str,
+    ) -> impl Future<Output = Result<Copied, Error>> + Send {
+        crate::s3::S3::copy_object(self, source, bucket, key)
+    }
+
+    fn upload_part_copy(
+        &self,
+        source: &CopySource,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        number: u32,
+        range: Range<u64>,
+    ) -> impl Future<Output = Result<UploadedPart, Error>> + Send {
+        crate::s3::S3::upload_part_copy(self, source, bucket, key, upload_id, number, range)
     }
 }

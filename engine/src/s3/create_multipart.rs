@@ -26,7 +26,7 @@ impl S3 {
         if let Some(ct) = &options.content_type {
             req = req.header(header::CONTENT_TYPE, ct)?;
         }
-        if let Some(algorithm) = self.upload_checksum_algorithm(bucket) {
+        if let Some(algorithm) = self.upload_checksum_algorithm(bucket).filter(|_| !options.copied_parts) {
             req = req
                 .header(HeaderName::from_static("x-amz-checksum-algorithm"), algorithm.name())?
                 .header(HeaderName::from_static("x-amz-checksum-type"), "FULL_OBJECT")?;

@@ -8,9 +8,11 @@
 pub(crate) mod abort_multipart;
 pub(crate) mod append;
 pub(crate) mod complete_multipart;
+pub(crate) mod copy_object;
 pub(crate) mod create_bucket;
 pub(crate) mod create_multipart;
 pub(crate) mod delete_object;
+pub(crate) mod delete_objects;
 pub(crate) mod express;
 pub(crate) mod get_object;
 pub(crate) mod get_object_attributes;

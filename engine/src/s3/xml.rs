@@ -38,6 +38,55 @@ pub(crate) struct CompleteMultipartUploadResult {
     pub(crate) etag: Option<String>,
 }
 
+/// `<CopyObjectResult>` of CopyObject and `<CopyPartResult>` of UploadPartCopy (the same
+/// fields; only those we use).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct CopyResult {
+    #[serde(rename = "ETag")]
+    pub(crate) etag: Option<String>,
+    #[serde(rename = "ChecksumCRC64NVME")]
+    pub(crate) checksum_crc64nvme: Option<String>,
+    #[serde(rename = "ChecksumCRC32C")]
+    pub(crate) checksum_crc32c: Option<String>,
+}
+
+/// `<Delete>` request body of DeleteObjects.
+#[derive(Debug, Serialize)]
+#[serde(rename = "Delete")]
+pub(crate) struct Delete {
+    #[serde(rename = "@xmlns")]
+    pub(crate) xmlns: &'static str,
+    #[serde(rename = "Object")]
+    pub(crate) objects: Vec<DeleteObject>,
+    /// Only failures are listed in the answer.
+    #[serde(rename = "Quiet")]
+    pub(crate) quiet: bool,
+}
+
+/// One `<Object>` of a `<Delete>`.
+#[derive(Debug, Serialize)]
+pub(crate) struct DeleteObject {
+    #[serde(rename = "Key")]
+    pub(crate) key: String,
+}
+
+/// `<DeleteResult>` of DeleteObjects: its `<Error>` entries (the `<Deleted>` ones, which a
+/// quiet request does not get and some servers send anyway, are not needed).
+#[derive(Debug, Deserialize)]
+pub(crate) struct DeleteResult {
+    #[serde(rename = "Error", default)]
+    pub(crate) errors: Vec<DeleteErrorEntry>,
+}
+
+/// An `<Error>` entry: one key the server did not delete.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct DeleteErrorEntry {
+    pub(crate) key: String,
+    pub(crate) code: Option<String>,
+    pub(crate) message: Option<String>,
+}
+
 /// `<CompleteMultipartUpload>` request body.
 #[derive(Debug, Serialize)]
 #[serde(rename = "CompleteMultipartUpload")]
@@ -218,6 +267,36 @@ mod tests {
         assert_eq!(e.request_id.as_deref(), Some("R"));
         assert!(is_error_document(xml));
         assert!(!is_error_document(b"<CompleteMultipartUploadResult></CompleteMultipartUploadResult>"));
+    }
+
+    #[test]
+    fn copy_and_delete_documents() {
+        let copy: CopyResult = parse(
+            br#"<CopyPartResult><LastModified>2026-01-01T00:00:00Z</LastModified><ETag>"e1"</ETag><ChecksumCRC64NVME>AAAAAAAAACo=</ChecksumCRC64NVME></CopyPartResult>"#,
+            Operation::UploadPartCopy,
+        )
+        .unwrap();
+        assert_eq!(copy.etag.as_deref(), Some("\"e1\""));
+        assert_eq!(copy.checksum_crc64nvme.as_deref(), Some("AAAAAAAAACo="));
+        let doc = to_string(&Delete {
+            xmlns: "http://s3.amazonaws.com/doc/2006-03-01/",
+            objects: vec![DeleteObject { key: "a&b<c>".into() }, DeleteObject { key: "d".into() }],
+            quiet: true,
+        });
+        assert_eq!(
+            doc,
+            r#"<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Object><Key>a&amp;b&lt;c&gt;</Key></Object><Object><Key>d</Key></Object><Quiet>true</Quiet></Delete>"#
+        );
+        let result: DeleteResult = parse(
+            br#"<DeleteResult><Deleted><Key>d</Key></Deleted><Error><Key>a&amp;b</Key><Code>AccessDenied</Code><Message>no</Message></Error></DeleteResult>"#,
+            Operation::DeleteObjects,
+        )
+        .unwrap();
+        assert_eq!(result.errors.len(), 1);
+        assert_eq!(result.errors[0].key, "a&b");
+        assert_eq!(result.errors[0].code.as_deref(), Some("AccessDenied"));
+        let empty: DeleteResult = parse(b"<DeleteResult/>", Operation::DeleteObjects).unwrap();
+        assert!(empty.errors.is_empty());
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! Part sizes grow so that no upload needs more than S3's 10,000 parts: for a known size the
 //! part size is raised up front; for a stream of unknown length it doubles every 1,000 parts.
 
+pub(crate) mod copy;
 #[cfg(test)]
 mod driver_tests;
 pub(crate) mod options;
@@ -28,6 +29,7 @@ use crate::config::{MAX_PARTS, MAX_PART_SIZE, MIB};
 use crate::context::Context;
 use crate::error::{Error, ErrorKind, Operation, Result};
 use crate::object_client::ObjectClient;
+use crate::s3::copy_object::CopySource;
 use crate::s3::upload_part::UploadedPart;
 use crate::scheduler::Admission;
 use crate::types::PutOutput;
@@ -62,6 +64,8 @@ pub(crate) enum PartBody {
     Ready(Bytes, Option<Crc>),
     /// A range of a file, read inside the part task into a pooled buffer.
     File(Arc<std::fs::File>, Range<u64>),
+    /// A range of an object the server copies (UploadPartCopy): no bytes pass through here.
+    Copy(Arc<CopySource>, Range<u64>),
 }
 
 /// One multipart upload in progress.
@@ -203,6 +207,11 @@ impl<C: ObjectClient> PartUpload<C> {
         let (bytes, crc) = match body {
             PartBody::Ready(b, crc) => (b, crc),
             PartBody::File(file, range) => read_file_range(&ctx, &bucket, file, range).await?,
+            PartBody::Copy(source, range) => {
+                let part = ctx.store.upload_part_copy(&source, &bucket, &key, &upload_id, number, range).await;
+                drop(admission);
+                return part;
+            }
         };
         let part = ctx.store.upload_part(&bucket, &key, &upload_id, number, bytes.clone(), crc).await?;
         let Admission { memory, slot, .. } = admission;
@@ -299,7 +308,7 @@ pub(crate) async fn put_file<C: ObjectClient>(
 /// A multipart upload of `size` bytes whose parts come from `part(range)`. With
 /// `reserve_memory`, each part first reserves its bytes from the budget (it will read them
 /// into a buffer); caller-owned bytes need no reservation.
-async fn multipart_known_size<C: ObjectClient>(
+pub(crate) async fn multipart_known_size<C: ObjectClient>(
     shared: Arc<Context<C>>,
     bucket: Arc<str>,
     key: Arc<str>,

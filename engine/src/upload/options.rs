@@ -13,6 +13,11 @@ pub struct PutOptions {
     /// static-site hosting use to present it. `None` sends no header (S3 then stores
     /// `binary/octet-stream`, other servers `application/octet-stream`).
     pub content_type: Option<String>,
+    /// The parts are copied by the server (UploadPartCopy), not sent: the upload then
+    /// declares no checksum algorithm. S3-compatible stores differ on checksummed part copies
+    /// (MinIO refuses a copied part into a CRC64NVME upload: "checksum missing"), and the
+    /// client never holds the bytes to checksum them itself.
+    pub(crate) copied_parts: bool,
 }
 
 impl PutOptions {
