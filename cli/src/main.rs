@@ -4,7 +4,10 @@
 mod cp;
 mod demo;
 mod interrupt;
+mod ls;
 mod progress;
+mod rm;
+mod target;
 mod uploads;
 
 use std::process::ExitCode;
@@ -28,6 +31,10 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Unfinished multipart uploads: `uploads ls s3://bucket[/prefix]`, `uploads abort`.
     Uploads(uploads::UploadsArgs),
+    /// List objects: s3://bucket[/prefix] (one level, or all with --recursive).
+    Ls(ls::LsArgs),
+    /// Delete s3://bucket/key, or every key under a prefix with --recursive.
+    Rm(rm::RmArgs),
 }
 
 #[derive(Debug, Args)]
@@ -76,6 +83,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Demo(args) => demo::run(args),
         Command::Uploads(args) => uploads::run(args),
+        Command::Ls(args) => ls::run(args),
+        Command::Rm(args) => rm::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 use clap::{Args, Subcommand};
 
 use crate::cp::ClientArgs;
+use crate::target::S3Target;
 use crate::CliResult;
 
 #[derive(Debug, Args)]
@@ -45,12 +46,8 @@ enum UploadsCommand {
 }
 
 fn split(target: &str) -> CliResult<(String, String)> {
-    let rest = target.strip_prefix("s3://").ok_or_else(|| format!("{target}: expected s3://bucket[/prefix]"))?;
-    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-    if bucket.is_empty() {
-        return Err(format!("{target}: missing bucket name").into());
-    }
-    Ok((bucket.to_string(), prefix.to_string()))
+    let t = S3Target::parse(target)?;
+    Ok((t.bucket, t.key))
 }
 
 pub(crate) fn run(args: UploadsArgs) -> CliResult {

@@ -510,3 +510,45 @@ fn cp_to_and_from_a_directory_bucket() {
     assert_eq!(stats.refused, 0);
     assert_eq!(stats.sessions_created, 2, "one session per process");
 }
+
+#[test]
+fn ls_and_rm_over_a_prefix() {
+    let server = serve();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    std::fs::write(&file, data(3000)).unwrap();
+    for key in ["run/a.bin", "run/sub/b c+d.bin", "run/sub/ünï%.bin", "other/x"] {
+        let ok = gantry(&server).arg("cp").arg(&file).arg(format!("s3://bkt/{key}")).arg("--quiet").status().unwrap();
+        assert!(ok.success(), "{key}");
+    }
+    let text = |c: &mut Command| {
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // One level: the object and the PRE line for sub/, names below the prefix.
+    let one = text(gantry(&server).args(["ls", "s3://bkt/run/"]));
+    assert!(one.contains("PRE sub/") && one.contains(" a.bin") && !one.contains("b c+d"), "{one}");
+    // Recursive JSON: every key under the prefix, byte for byte.
+    let all = text(gantry(&server).args(["ls", "--recursive", "--json", "s3://bkt/run/"]));
+    let keys: Vec<String> = all
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["key"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(keys, ["run/a.bin", "run/sub/b c+d.bin", "run/sub/ünï%.bin"]);
+    // A dry run lists and deletes nothing.
+    let dry = text(gantry(&server).args(["rm", "--recursive", "--dry-run", "s3://bkt/run/"]));
+    assert_eq!(dry.lines().count(), 3, "{dry}");
+    assert!(dry.contains("(dryrun) delete: s3://bkt/run/sub/b c+d.bin"), "{dry}");
+    assert_eq!(text(gantry(&server).args(["ls", "-r", "s3://bkt/run/"])).lines().count(), 3);
+    // The real thing: the prefix is gone, the rest stays.
+    let gone = text(gantry(&server).args(["rm", "--recursive", "--json", "s3://bkt/run/"]));
+    assert!(gone.lines().last().unwrap().contains(r#""deleted":3"#), "{gone}");
+    assert_eq!(text(gantry(&server).args(["ls", "-r", "s3://bkt/"])).lines().count(), 1);
+    // A single key that does not exist: exit status 3, named.
+    let out = gantry(&server).args(["rm", "s3://bkt/run/a.bin"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = gantry(&server).args(["rm", "s3://bkt/other/x"]).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(text(gantry(&server).args(["ls", "-r", "s3://bkt/"])).lines().count(), 0);
+}
