@@ -159,6 +159,12 @@ pub(crate) struct CpArgs {
     /// Do not guess an upload's Content-Type from its extension.
     #[arg(long, conflicts_with = "content_type")]
     no_guess_mime_type: bool,
+    /// Copy every object under a prefix, or every file under a directory, keeping the tree:
+    /// local dir → prefix, prefix → local dir, prefix → prefix (copied by the server).
+    #[arg(long, short = 'r')]
+    recursive: bool,
+    #[command(flatten)]
+    fleet: crate::fleet::FleetArgs,
 }
 
 impl CpArgs {
@@ -193,6 +199,26 @@ fn parse_location(text: &str) -> CliResult<Location> {
 }
 
 pub(crate) fn run(args: CpArgs) -> CliResult {
+    let wildcard_source = args.src.starts_with("s3://")
+        && crate::fleet::wildcard(args.src[5..].split_once('/').map_or("", |(_, k)| k)).is_some();
+    if args.recursive || wildcard_source {
+        if args.content_type.is_some() {
+            return Err("--content-type names one object's type; many objects get theirs from their names".into());
+        }
+        let filters = crate::fleet::Filters::new(&crate::fleet::Filters::ordered_from(std::env::args_os()))?;
+        let out = crate::fleet::run::Output {
+            json: args.json,
+            quiet: args.quiet,
+            dry_run: args.fleet.dry_run,
+            concurrency: args.fleet.concurrency,
+            guess_mime_type: !args.no_guess_mime_type,
+        };
+        let client = args.client.client()?;
+        return crate::fleet::cp(&client, &args.src, &args.dst, &args.fleet, &filters, out);
+    }
+    if !args.fleet.include.is_empty() || !args.fleet.exclude.is_empty() {
+        return Err("--include and --exclude select among many objects: add --recursive".into());
+    }
     let src = parse_location(&args.src)?;
     let dst = parse_location(&args.dst)?;
     if args.json && matches!(dst, Location::Std) {
@@ -271,7 +297,19 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
             progress.finish(out.size);
             (out.size, "upload")
         }
-        (Location::S3 { .. }, Location::S3 { .. }) => return Err("S3-to-S3 copies are not supported yet".into()),
+        (Location::S3 { bucket: sb, key: sk }, Location::S3 { bucket, key }) => {
+            if sk.is_empty() || sk.ends_with('/') {
+                return Err("the source must name an object (use --recursive for a prefix)".into());
+            }
+            // A destination ending in / takes the source's last segment, as for files.
+            let key = if key.is_empty() || key.ends_with('/') {
+                format!("{key}{}", sk.rsplit('/').next().unwrap_or(&sk))
+            } else {
+                key
+            };
+            let out = interrupt.run(&client, client.copy_object(&sb, &sk, &bucket, &key))??;
+            (out.size, "copy")
+        }
         _ => return Err("one side of cp must be an s3:// URL".into()),
     };
     let seconds = start.elapsed().as_secs_f64();

@@ -3,10 +3,12 @@
 
 mod cp;
 mod demo;
+mod fleet;
 mod interrupt;
 mod ls;
 mod progress;
 mod rm;
+mod sync;
 mod target;
 mod uploads;
 
@@ -35,6 +37,8 @@ enum Command {
     Ls(ls::LsArgs),
     /// Delete s3://bucket/key, or every key under a prefix with --recursive.
     Rm(rm::RmArgs),
+    /// Make DST hold what SRC holds: copy what is missing or differs (--delete: remove extras).
+    Sync(sync::SyncArgs),
 }
 
 #[derive(Debug, Args)]
@@ -85,6 +89,7 @@ fn main() -> ExitCode {
         Command::Uploads(args) => uploads::run(args),
         Command::Ls(args) => ls::run(args),
         Command::Rm(args) => rm::run(args),
+        Command::Sync(args) => sync::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -536,6 +536,11 @@ fn ls_and_rm_over_a_prefix() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["key"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(keys, ["run/a.bin", "run/sub/b c+d.bin", "run/sub/ünï%.bin"]);
+    // One object copied by the server; a destination ending in / takes the source's name.
+    text(gantry(&server).args(["cp", "--quiet", "s3://bkt/run/a.bin", "s3://bkt/copied/"]));
+    let copied = text(gantry(&server).args(["ls", "s3://bkt/copied/"]));
+    assert!(copied.contains(" a.bin") && copied.contains("2.93 KiB"), "{copied}");
+    text(gantry(&server).args(["rm", "s3://bkt/copied/a.bin"]));
     // A dry run lists and deletes nothing.
     let dry = text(gantry(&server).args(["rm", "--recursive", "--dry-run", "s3://bkt/run/"]));
     assert_eq!(dry.lines().count(), 3, "{dry}");

@@ -1,0 +1,234 @@
+//! Runs a fleet's jobs over one client: `--concurrency` objects in flight (parts within each
+//! object keep the client's own parallelism), one progress bar for objects and bytes on a
+//! terminal, a line per object (`--json`: a JSON object) and a summary. A failed object is
+//! reported and the others go on; the command then fails, naming every failure.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Instant, SystemTime};
+
+use futures::StreamExt;
+use gantry::{Client, PutOptions};
+use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
+
+use crate::interrupt::Interrupt;
+use crate::CliResult;
+
+/// One object to move.
+#[derive(Debug, Clone)]
+pub(crate) enum Job {
+    Upload {
+        path: PathBuf,
+        bucket: String,
+        key: String,
+        size: u64,
+    },
+    /// `modified` becomes the file's mtime, so a later `sync` sees it as up to date.
+    Download {
+        bucket: String,
+        key: String,
+        path: PathBuf,
+        size: u64,
+        modified: Option<SystemTime>,
+    },
+    Copy {
+        src_bucket: String,
+        src_key: String,
+        bucket: String,
+        key: String,
+        size: u64,
+    },
+    DeleteObject {
+        bucket: String,
+        key: String,
+    },
+    DeleteFile {
+        path: PathBuf,
+    },
+}
+
+impl Job {
+    fn verb(&self) -> &'static str {
+        match self {
+            Job::Upload { .. } => "upload",
+            Job::Download { .. } => "download",
+            Job::Copy { .. } => "copy",
+            Job::DeleteObject { .. } | Job::DeleteFile { .. } => "delete",
+        }
+    }
+
+    fn size(&self) -> u64 {
+        match self {
+            Job::Upload { size, .. } | Job::Download { size, .. } | Job::Copy { size, .. } => *size,
+            _ => 0,
+        }
+    }
+
+    fn source(&self) -> String {
+        match self {
+            Job::Upload { path, .. } | Job::DeleteFile { path } => path.display().to_string(),
+            Job::Download { bucket, key, .. } | Job::DeleteObject { bucket, key } => format!("s3://{bucket}/{key}"),
+            Job::Copy { src_bucket, src_key, .. } => format!("s3://{src_bucket}/{src_key}"),
+        }
+    }
+
+    fn destination(&self) -> Option<String> {
+        match self {
+            Job::Upload { bucket, key, .. } | Job::Copy { bucket, key, .. } => Some(format!("s3://{bucket}/{key}")),
+            Job::Download { path, .. } => Some(path.display().to_string()),
+            _ => None,
+        }
+    }
+
+    /// What `aws s3` prints for it: `upload: ./a to s3://b/a`, `delete: s3://b/x`.
+    fn describe(&self) -> String {
+        match self.destination() {
+            Some(d) => format!("{}: {} to {d}", self.verb(), self.source()),
+            None => format!("{}: {}", self.verb(), self.source()),
+        }
+    }
+}
+
+/// How the results are shown.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Output {
+    pub(crate) json: bool,
+    pub(crate) quiet: bool,
+    pub(crate) dry_run: bool,
+    pub(crate) concurrency: usize,
+    pub(crate) guess_mime_type: bool,
+}
+
+/// Runs `jobs`; fails when any failed, after all of them ran.
+pub(crate) fn run(client: &Client, jobs: Vec<Job>, out: Output) -> CliResult {
+    if out.dry_run {
+        for j in &jobs {
+            if out.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"op": j.verb(), "source": j.source(), "destination": j.destination(), "dry_run": true})
+                );
+            } else {
+                println!("(dryrun) {}", j.describe());
+            }
+        }
+        return Ok(());
+    }
+    let started = Instant::now();
+    let total_bytes: u64 = jobs.iter().map(Job::size).sum();
+    let count = jobs.len();
+    let bar = (!out.quiet && !out.json && std::io::stderr().is_terminal()).then(|| {
+        let bar = ProgressBar::new(total_bytes);
+        if let Ok(style) =
+            ProgressStyle::with_template("{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} · {msg} · eta {eta}")
+        {
+            bar.set_style(style);
+        }
+        bar.set_message(format!("0/{count} objects"));
+        bar
+    });
+    let interrupt = Interrupt::install(client)?;
+    let (mut done, mut bytes, mut failures) = (0usize, 0u64, Vec::new());
+    interrupt.run(client, async {
+        let mut stream = futures::stream::iter(jobs.into_iter().map(|job| async move {
+            let result = execute(client, &job, out.guess_mime_type).await;
+            (job, result)
+        }))
+        .buffer_unordered(out.concurrency.max(1));
+        while let Some((job, result)) = stream.next().await {
+            done += 1;
+            match &result {
+                Ok(n) => {
+                    bytes += n;
+                    report_ok(&job, *n, out, bar.as_ref());
+                }
+                Err(e) => {
+                    report_err(&job, e, out, bar.as_ref());
+                    failures.push((job.source(), e.to_string()));
+                }
+            }
+            if let Some(b) = &bar {
+                b.set_position(bytes);
+                b.set_message(format!("{done}/{count} objects"));
+            }
+        }
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    if out.json {
+        let summary =
+            serde_json::json!({"objects": done, "failed": failures.len(), "bytes": bytes, "seconds": seconds});
+        println!("{}", serde_json::json!({ "summary": summary }));
+    } else if !out.quiet && std::io::stderr().is_terminal() {
+        eprintln!("{} objects, {} in {seconds:.1} s", done - failures.len(), HumanBytes(bytes));
+    }
+    if failures.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = failures.iter().map(|(src, e)| format!("  {src}: {e}")).collect();
+    Err(format!("{} of {done} objects failed:\n{}", failures.len(), list.join("\n")).into())
+}
+
+fn report_ok(job: &Job, bytes: u64, out: Output, bar: Option<&ProgressBar>) {
+    if out.json {
+        let line = serde_json::json!({"op": job.verb(), "source": job.source(), "destination": job.destination(), "bytes": bytes, "ok": true});
+        println!("{line}");
+    } else if !out.quiet {
+        match bar {
+            Some(b) => b.println(job.describe()),
+            None => println!("{}", job.describe()),
+        }
+    }
+}
+
+fn report_err(job: &Job, e: &str, out: Output, bar: Option<&ProgressBar>) {
+    if out.json {
+        let line = serde_json::json!({"op": job.verb(), "source": job.source(), "destination": job.destination(), "ok": false, "error": e});
+        println!("{line}");
+    }
+    let text = format!("{} failed: {e}", job.describe());
+    match bar {
+        Some(b) => b.println(text),
+        None => eprintln!("{text}"),
+    }
+}
+
+/// Carries out one job; returns the bytes moved.
+async fn execute(client: &Client, job: &Job, guess_mime_type: bool) -> Result<u64, String> {
+    match job {
+        Job::Upload { path, bucket, key, .. } => {
+            let guessed = guess_mime_type.then(|| mime_guess::from_path(path).first_raw()).flatten();
+            let options = guessed.map_or_else(PutOptions::new, |ct| PutOptions::new().content_type(ct));
+            let out = client.put_file_with(bucket, key, path, &options).await.map_err(|e| e.to_string())?;
+            Ok(out.size)
+        }
+        Job::Download { bucket, key, path, modified, .. } => {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            }
+            if path.is_dir() {
+                return Err(format!("{} is a directory", path.display()));
+            }
+            let info = client.download_to_file(bucket, key, path).await.map_err(|e| e.to_string())?;
+            if let Some(t) = modified {
+                // Best effort: the bytes are in place either way.
+                let _ = std::fs::File::options().write(true).open(path).and_then(|f| f.set_modified(*t));
+            }
+            Ok(info.size)
+        }
+        Job::Copy { src_bucket, src_key, bucket, key, .. } => {
+            let out = client.copy_object(src_bucket, src_key, bucket, key).await.map_err(|e| e.to_string())?;
+            Ok(out.size)
+        }
+        Job::DeleteObject { bucket, key } => {
+            client.delete_object(bucket, key).await.map_err(|e| e.to_string())?;
+            Ok(0)
+        }
+        Job::DeleteFile { path } => {
+            std::fs::remove_file(path).map_err(|e| format!("cannot delete {}: {e}", path.display()))?;
+            Ok(0)
+        }
+    }
+}
