@@ -293,6 +293,14 @@ typedef struct gantry_config gantry_config;
 typedef struct gantry_credentials_out gantry_credentials_out;
 
 /*
+ What a batch delete did: how many keys went, and each key the server refused with its S3
+ error code. The caller owns it (Box-owned) and frees it once with
+ `gantry_delete_report_free`, from any thread. Strings returned by its accessors live as
+ long as the report. Read-only: safe to read from several threads.
+ */
+typedef struct gantry_delete_report gantry_delete_report;
+
+/*
  Details of a failed call: message, HTTP status, S3 error code and request id.
  Owned by the caller; free with `gantry_error_free`.
  */
@@ -1207,6 +1215,83 @@ gantry_result gantry_request_open_window(const gantry_request *request, uint64_t
  `request` is NULL or a request not yet freed.
  */
 void gantry_request_free(gantry_request *request);
+
+/*
+ Copies `src_bucket/src_key` to `bucket/key` on the server: CopyObject up to the multipart
+ threshold, parallel UploadPartCopy parts above it (aborted on failure, so no parts are
+ left behind). The source's ETag pins its version: a source replaced mid-copy fails with
+ `GANTRY_RESULT_OBJECT_CHANGED`. The content type is kept. Blocks until done.
+ `out_parts` (NULL allowed) receives 1 for a single CopyObject, else the number of parts.
+
+ # Safety
+ `client` is live; the four strings are NUL-terminated; `out_parts` is NULL or writable.
+ */
+gantry_result gantry_copy_object(const gantry_client *client,
+                                 const char *src_bucket,
+                                 const char *src_key,
+                                 const char *bucket,
+                                 const char *key,
+                                 uint32_t *out_parts,
+                                 gantry_error **out_err);
+
+/*
+ Deletes the `n_keys` keys of `keys` from `bucket` with DeleteObjects, 1,000 keys a
+ request, the requests in flight together. A key that does not exist counts as deleted (as
+ S3 says). Keys the server refuses do not fail the call: they are listed in the report, and
+ the others are deleted. A request that fails as a whole (after retries) fails the call and
+ no report is made. Blocks until done. `keys` is only read during the call.
+
+ # Safety
+ `client` is live; `bucket` is NUL-terminated; `keys` points to `n_keys` NUL-terminated
+ strings (NULL when `n_keys` is 0); `out_report` is writable.
+ */
+gantry_result gantry_delete_objects(const gantry_client *client,
+                                    const char *bucket,
+                                    const char *const *keys,
+                                    size_t n_keys,
+                                    gantry_delete_report **out_report,
+                                    gantry_error **out_err);
+
+/*
+ Keys deleted (0 for NULL or on a panic).
+
+ # Safety
+ `report` is NULL or live.
+ */
+uint64_t gantry_delete_report_deleted(const gantry_delete_report *report);
+
+/*
+ Number of keys the server refused (0 for NULL or on a panic).
+
+ # Safety
+ `report` is NULL or live.
+ */
+size_t gantry_delete_report_failed_count(const gantry_delete_report *report);
+
+/*
+ Key of refused entry `i`, or NULL when `i` is out of range (also for NULL or on a panic).
+
+ # Safety
+ `report` is NULL or live.
+ */
+const char *gantry_delete_report_failed_key(const gantry_delete_report *report, size_t i);
+
+/*
+ S3 error code of refused entry `i` (`AccessDenied`, ...), or NULL when the server gave
+ none or `i` is out of range (also for NULL or on a panic).
+
+ # Safety
+ `report` is NULL or live.
+ */
+const char *gantry_delete_report_failed_code(const gantry_delete_report *report, size_t i);
+
+/*
+ Frees a report. NULL is allowed. On a panic (a bug) the report is leaked.
+
+ # Safety
+ `report` is NULL or a report not yet freed.
+ */
+void gantry_delete_report_free(gantry_delete_report *report);
 
 /*
  Deprecated: `gantry_get_start` with a BUFFER destination and NULL options does the same.

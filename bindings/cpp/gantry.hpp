@@ -422,6 +422,49 @@ public:
         gantry_error *err = nullptr;
         detail::check(gantry_create_bucket(ptr_.get(), bucket.c_str(), &err), err);
     }
+    /// Copies src_bucket/src_key to bucket/key on the server (CopyObject, or parallel
+    /// UploadPartCopy parts above the multipart threshold, aborted on failure); returns the
+    /// number of parts (1 for a single CopyObject). Blocks.
+    uint32_t copy_object(const std::string &src_bucket, const std::string &src_key, const std::string &bucket,
+                         const std::string &key) const {
+        uint32_t parts = 0;
+        gantry_error *err = nullptr;
+        detail::check(gantry_copy_object(ptr_.get(), src_bucket.c_str(), src_key.c_str(), bucket.c_str(), key.c_str(),
+                                         &parts, &err),
+                      err);
+        return parts;
+    }
+    /// One key a batch delete could not remove, with the server's S3 error code.
+    struct DeleteFailure {
+        std::string key;
+        std::string code;
+    };
+    /// What delete_objects did: keys deleted (a missing key counts) and keys refused.
+    struct DeleteReport {
+        uint64_t deleted = 0;
+        std::vector<DeleteFailure> failed;
+    };
+    /// Deletes `keys` with DeleteObjects, 1,000 keys a request. Keys the server refuses are
+    /// reported, not thrown; a request failing as a whole throws. Blocks.
+    [[nodiscard]] DeleteReport delete_objects(const std::string &bucket, const std::vector<std::string> &keys) const {
+        std::vector<const char *> raw;
+        raw.reserve(keys.size());
+        for (const auto &k : keys) raw.push_back(k.c_str());
+        gantry_delete_report *report = nullptr;
+        gantry_error *err = nullptr;
+        detail::check(gantry_delete_objects(ptr_.get(), bucket.c_str(), raw.empty() ? nullptr : raw.data(), raw.size(),
+                                            &report, &err),
+                      err);
+        std::unique_ptr<gantry_delete_report, decltype(&gantry_delete_report_free)> owned(report,
+                                                                                           &gantry_delete_report_free);
+        DeleteReport out;
+        out.deleted = gantry_delete_report_deleted(report);
+        for (size_t i = 0, n = gantry_delete_report_failed_count(report); i < n; i++) {
+            const char *code = gantry_delete_report_failed_code(report, i);
+            out.failed.push_back({gantry_delete_report_failed_key(report, i), code ? code : ""});
+        }
+        return out;
+    }
     /// Downloads up to `len` bytes from `offset` into `buf`; returns the bytes written (fewer at
     /// the end of the object; an offset past the end throws with HTTP 416).
     uint64_t get_range_into(const std::string &bucket, const std::string &key, uint64_t offset, void *buf,

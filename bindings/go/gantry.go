@@ -508,6 +508,71 @@ func (c *Client) CreateBucket(ctx context.Context, bucket string) error {
 	})
 }
 
+// CopyObject copies srcBucket/srcKey to bucket/key on the server (CopyObject, or parallel
+// UploadPartCopy parts above the multipart threshold, aborted on failure) and returns the
+// number of parts (1 for a single CopyObject). ctx is checked before the call; the call itself
+// is bounded by the client's timeouts.
+func (c *Client) CopyObject(ctx context.Context, srcBucket, srcKey, bucket, key string) (int, error) {
+	if ctx.Err() != nil {
+		return 0, contextDone(ctx)
+	}
+	var parts C.uint32_t
+	err := c.with(func(p *C.gantry_client) error {
+		s, free := cstrings(srcBucket, srcKey, bucket, key)
+		defer free()
+		var cerr *C.gantry_error
+		return check(C.gantry_copy_object(p, s[0], s[1], s[2], s[3], &parts, &cerr), cerr)
+	})
+	return int(parts), err
+}
+
+// DeleteFailure is one key a batch delete could not remove, with the server's S3 error code.
+type DeleteFailure struct {
+	Key  string
+	Code string
+}
+
+// DeleteObjects deletes keys from bucket with DeleteObjects, 1,000 keys a request, and returns
+// how many were deleted (a missing key counts) and the keys the server refused. A request
+// that fails as a whole returns an error. ctx is checked before the call.
+func (c *Client) DeleteObjects(ctx context.Context, bucket string, keys []string) (uint64, []DeleteFailure, error) {
+	if ctx.Err() != nil {
+		return 0, nil, contextDone(ctx)
+	}
+	var deleted uint64
+	var failed []DeleteFailure
+	err := c.with(func(p *C.gantry_client) error {
+		s, free := cstrings(append([]string{bucket}, keys...)...)
+		defer free()
+		var arr **C.char
+		if len(keys) > 0 {
+			// The C strings live in C memory; the array of their pointers is C memory too, so
+			// no Go pointer is passed to C.
+			arr = (**C.char)(C.malloc(C.size_t(len(keys)) * C.size_t(unsafe.Sizeof(uintptr(0)))))
+			defer C.free(unsafe.Pointer(arr))
+			view := unsafe.Slice(arr, len(keys))
+			copy(view, s[1:])
+		}
+		var report *C.gantry_delete_report
+		var cerr *C.gantry_error
+		if err := check(C.gantry_delete_objects(p, s[0], arr, C.size_t(len(keys)), &report, &cerr), cerr); err != nil {
+			return err
+		}
+		defer C.gantry_delete_report_free(report)
+		deleted = uint64(C.gantry_delete_report_deleted(report))
+		n := int(C.gantry_delete_report_failed_count(report))
+		for i := 0; i < n; i++ {
+			f := DeleteFailure{Key: C.GoString(C.gantry_delete_report_failed_key(report, C.size_t(i)))}
+			if code := C.gantry_delete_report_failed_code(report, C.size_t(i)); code != nil {
+				f.Code = C.GoString(code)
+			}
+			failed = append(failed, f)
+		}
+		return nil
+	})
+	return deleted, failed, err
+}
+
 // Upload is an io.WriteCloser that streams an object of unknown length; Close completes it,
 // Abort discards it. Not safe for concurrent use. Cancelling the context given to
 // Client.Upload aborts the upload: the Write or Close in progress (and every later one)

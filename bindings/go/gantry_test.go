@@ -103,6 +103,35 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+func TestCopyObjectAndDeleteObjects(t *testing.T) {
+	c := newClient(t, "gantry-secret-key")
+	ctx := context.Background()
+	data := pattern(2*(5<<20)+9, 31)
+	if err := c.PutBytes(ctx, bucket, "cp-src", data); err != nil {
+		t.Fatal(err)
+	}
+	parts, err := c.CopyObject(ctx, bucket, "cp-src", bucket, "cp dst+1")
+	if err != nil || parts != 3 {
+		t.Fatalf("copy: %d parts, %v", parts, err)
+	}
+	if got, err := c.Get(ctx, bucket, "cp dst+1"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("copied bytes: %v", err)
+	}
+	if _, err := c.CopyObject(ctx, bucket, "no-such-source", bucket, "x"); err == nil {
+		t.Fatal("a missing source copied")
+	}
+	deleted, failed, err := c.DeleteObjects(ctx, bucket, []string{"cp-src", "cp dst+1", "never-existed"})
+	if err != nil || deleted != 3 || len(failed) != 0 {
+		t.Fatalf("delete: %d deleted, %v failed, %v", deleted, failed, err)
+	}
+	if _, err := c.Head(ctx, bucket, "cp dst+1"); err == nil {
+		t.Fatal("still there after delete")
+	}
+	if deleted, _, err := c.DeleteObjects(ctx, bucket, nil); err != nil || deleted != 0 {
+		t.Fatalf("no keys: %d, %v", deleted, err)
+	}
+}
+
 func TestFiles(t *testing.T) {
 	c := newClient(t, "gantry-secret-key")
 	data := pattern(11<<20+5, 7)

@@ -52,6 +52,11 @@ fn every_export_turns_a_panic_into_its_fallback() {
         caught("gantry_list_page_size", 0, || gantry_list_page_size(null(), 0));
         caught("gantry_list_page_next_token", None, || text(gantry_list_page_next_token(null())));
         caught("gantry_list_page_free", (), || gantry_list_page_free(null_mut()));
+        caught("gantry_delete_report_deleted", 0, || gantry_delete_report_deleted(null()));
+        caught("gantry_delete_report_failed_count", 0, || gantry_delete_report_failed_count(null()));
+        caught("gantry_delete_report_failed_key", None, || text(gantry_delete_report_failed_key(null(), 0)));
+        caught("gantry_delete_report_failed_code", None, || text(gantry_delete_report_failed_code(null(), 0)));
+        caught("gantry_delete_report_free", (), || gantry_delete_report_free(null_mut()));
         caught("gantry_request_wait", PANIC, || gantry_request_wait(null(), null_mut()));
         caught("gantry_request_cancel", PANIC, || gantry_request_cancel(null()));
         caught("gantry_request_open_window", PANIC, || gantry_request_open_window(null(), 1));
@@ -86,6 +91,8 @@ fn every_export_turns_a_panic_into_its_fallback() {
         caught("gantry_head_object", PANIC, || gantry_head_object(c, s, s, null_mut(), null_mut()));
         caught("gantry_delete_object", PANIC, || gantry_delete_object(c, s, s, null_mut()));
         caught("gantry_create_bucket", PANIC, || gantry_create_bucket(c, s, null_mut()));
+        caught("gantry_copy_object", PANIC, || gantry_copy_object(c, s, s, s, s, null_mut(), null_mut()));
+        caught("gantry_delete_objects", PANIC, || gantry_delete_objects(c, s, null(), 0, null_mut(), null_mut()));
         let (done, user, out) = (None, null_mut(), null_mut());
         caught("gantry_get_into_start", PANIC, || {
             gantry_get_into_start(c, s, s, null_mut(), 0, done, user, out, null_mut())

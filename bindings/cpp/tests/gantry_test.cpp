@@ -83,6 +83,19 @@ TEST_F(GantryTest, RoundTripsEverySize) {
     }
 }
 
+TEST_F(GantryTest, ServerSideCopyAndBatchDelete) {
+    auto data = pattern(size_t{2} * (5u << 20) + 9, 31);
+    client.put(bucket, "cp-src", data);
+    EXPECT_EQ(client.copy_object(bucket, "cp-src", bucket, "cp dst+1"), 3u);
+    EXPECT_EQ(client.get(bucket, "cp dst+1"), data);
+    EXPECT_THROW(client.copy_object(bucket, "no-such-source", bucket, "x"), gantry::Error);
+    auto report = client.delete_objects(bucket, {"cp-src", "cp dst+1", "never-existed"});
+    EXPECT_EQ(report.deleted, 3u);
+    EXPECT_TRUE(report.failed.empty());
+    EXPECT_THROW(client.head_size(bucket, "cp dst+1"), gantry::Error);
+    EXPECT_EQ(client.delete_objects(bucket, {}).deleted, 0u);
+}
+
 TEST_F(GantryTest, FilesAndStreamingUpload) {
     auto data = pattern((11u << 20) + 3, 9);
     ScratchDir dir;

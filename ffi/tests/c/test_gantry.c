@@ -972,6 +972,47 @@ static void test_stream_and_head_options(gantry_client *c, const char *bucket) {
     free(want);
 }
 
+/* Server-side copy (one CopyObject, then UploadPartCopy parts) and a batch delete with a
+   report; bad arguments are refused. */
+static void test_copy_and_delete(gantry_client *c, const char *bucket) {
+    size_t len = 2 * PART + 7;
+    unsigned char *data = pattern(len, 77);
+    unsigned char *back = malloc(len);
+    uint32_t parts = 0;
+    uint64_t size = 0;
+    gantry_error *err = NULL;
+    CHECK(gantry_put_buffer(c, bucket, "copy-src", data, len, NULL) == GANTRY_RESULT_OK, "put copy source");
+    CHECK(gantry_copy_object(c, bucket, "copy-src", bucket, "copy dst+1", &parts, &err) == GANTRY_RESULT_OK,
+          "copy: %s", err ? gantry_error_message(err) : "");
+    CHECK(parts == 3, "a multipart copy of 3 parts, got %u", parts);
+    CHECK(gantry_get_into(c, bucket, "copy dst+1", back, len, &size, NULL) == GANTRY_RESULT_OK && size == len, "get copy");
+    CHECK(memcmp(back, data, len) == 0, "copied bytes differ");
+    CHECK(gantry_put_buffer(c, bucket, "small", data, 100, NULL) == GANTRY_RESULT_OK, "put small");
+    CHECK(gantry_copy_object(c, bucket, "small", bucket, "small copy", NULL, NULL) == GANTRY_RESULT_OK, "small copy");
+    CHECK(gantry_copy_object(c, bucket, "no-such", bucket, "x", NULL, &err) == GANTRY_RESULT_NOT_FOUND, "missing source");
+    gantry_error_free(err);
+    err = NULL;
+    CHECK(gantry_copy_object(c, bucket, NULL, bucket, "x", NULL, NULL) == GANTRY_RESULT_NULL_PARAMETER, "NULL source key");
+
+    const char *keys[] = {"copy-src", "copy dst+1", "small", "small copy", "never-existed"};
+    gantry_delete_report *report = NULL;
+    CHECK(gantry_delete_objects(c, bucket, keys, 5, &report, &err) == GANTRY_RESULT_OK, "delete_objects: %s",
+          err ? gantry_error_message(err) : "");
+    CHECK(gantry_delete_report_deleted(report) == 5, "5 deleted (a missing key counts)");
+    CHECK(gantry_delete_report_failed_count(report) == 0, "none refused");
+    CHECK(gantry_delete_report_failed_key(report, 0) == NULL, "out of range is NULL");
+    gantry_delete_report_free(report);
+    gantry_delete_report_free(NULL);
+    CHECK(gantry_head_object(c, bucket, "small copy", NULL, NULL) == GANTRY_RESULT_NOT_FOUND, "gone");
+    CHECK(gantry_delete_objects(c, bucket, NULL, 0, &report, NULL) == GANTRY_RESULT_OK, "no keys");
+    CHECK(gantry_delete_report_deleted(report) == 0, "nothing deleted");
+    gantry_delete_report_free(report);
+    CHECK(gantry_delete_objects(c, bucket, NULL, 2, &report, NULL) == GANTRY_RESULT_NULL_PARAMETER, "NULL keys");
+    CHECK(gantry_delete_objects(c, bucket, keys, 1, NULL, NULL) == GANTRY_RESULT_NULL_PARAMETER, "NULL out_report");
+    free(data);
+    free(back);
+}
+
 int main(int argc, char **argv) {
     const char *endpoint = getenv("GANTRY_TEST_ENDPOINT");
     const char *dir = argc > 1 ? argv[1] : "/tmp";
@@ -997,6 +1038,7 @@ int main(int argc, char **argv) {
     test_metrics_ex(c);
     test_fork(c, bucket, endpoint);
     test_errors(c, bucket, endpoint);
+    test_copy_and_delete(c, bucket);
     gantry_client_free(c);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
