@@ -8,11 +8,20 @@
 #   benches/run.sh --scenarios faults-get --rounds 3 # recovery: slowdown under 503s and resets
 #   benches/run.sh --smoke                           # tiny sizes, one round: does it still run?
 #   benches/run.sh --out BENCHMARKS-latest.md        # also write the tables to a file
+#   benches/run.sh --fleet [--rows 1,2,3] [--rounds N] [--smoke]
+#                                                    # gantry cp -r vs s5cmd and aws s3 cp (benches/fleet.py)
 #   benches/run.sh --torch [--cases shards,objects,checkpoint,dcp] [--rounds N] [--smoke]
 #                                                    # gantry.torch vs s3torchconnector (benches/torch.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet -p gantry-bench -p gantry-faults
+if [[ ${1:-} == --fleet ]]; then
+    shift
+    cargo build --release --quiet -p gantry-cli
+    benches/s5cmd.sh
+    py=$(scripts/python-env.sh benches/requirements.txt benches/requirements-fleet.txt)
+    exec "$py" benches/fleet.py "$@"
+fi
 if [[ ${1:-} == --torch ]]; then
     shift
     # The Python package (built into the venv as the tests build it), torch and the connector.
