@@ -126,16 +126,11 @@ def run_row(name, row, rounds, workdir, env):
         keys = [f"src/obj-{i:05}.bin" for i in range(row["count"])]
         preload(server, keys, row["size"])
         local = os.path.join(workdir, f"local-{name}")
-        if not row.get("copy"):
-            make_local(local, row["count"], row["size"])
+        make_local(local, row["count"], row["size"])
         for r in range(rounds):
             order = CLIENTS if r % 2 == 0 else CLIENTS[::-1]
             got = {}
             for c in order:
-                if row.get("copy"):
-                    got[(c, "copy")] = measure(command(c, row, "s3://bench/src/", f"s3://bench/copy-{c}-{r}/",
-                                                       server.endpoint, None), e)
-                    continue
                 got[(c, "up")] = measure(command(c, row, local, f"s3://bench/up-{c}-{r}/", server.endpoint), e)
                 down = os.path.join(workdir, f"down-{c}")
                 got[(c, "down")] = measure(command(c, row, "s3://bench/src/", down, server.endpoint), e)
