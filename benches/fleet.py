@@ -117,23 +117,24 @@ def run_copy_row(name, row, rounds, workdir, env):
 
 
 def run_row(name, row, rounds, workdir, env):
+    """Rows 1 and 2: each client uploads the local tree to `up/` (replacing the previous
+    client's copy, so the in-memory server holds one tree, not one per client: 64 x 128 MiB
+    per client would not fit), then downloads `up/` into a fresh directory."""
     if row.get("copy"):
         return run_copy_row(name, row, rounds, workdir, dict(env, AWS_CONFIG_FILE=aws_config_file(workdir, row)))
     server = harness.Server(row["shaping"], workdir, name=f"fleet-{name}")
     e = dict(env, AWS_CONFIG_FILE=aws_config_file(workdir, row))
     results = []  # per round: {(client, direction): measurement}
     try:
-        keys = [f"src/obj-{i:05}.bin" for i in range(row["count"])]
-        preload(server, keys, row["size"])
         local = os.path.join(workdir, f"local-{name}")
         make_local(local, row["count"], row["size"])
         for r in range(rounds):
             order = CLIENTS if r % 2 == 0 else CLIENTS[::-1]
             got = {}
             for c in order:
-                got[(c, "up")] = measure(command(c, row, local, f"s3://bench/up-{c}-{r}/", server.endpoint), e)
+                got[(c, "up")] = measure(command(c, row, local, "s3://bench/up/", server.endpoint), e)
                 down = os.path.join(workdir, f"down-{c}")
-                got[(c, "down")] = measure(command(c, row, "s3://bench/src/", down, server.endpoint), e)
+                got[(c, "down")] = measure(command(c, row, "s3://bench/up/", down, server.endpoint), e)
                 if len(os.listdir(down)) != row["count"]:
                     raise SystemExit(f"{c}: {len(os.listdir(down))} files downloaded, expected {row['count']}")
                 shutil.rmtree(down)

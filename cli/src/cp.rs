@@ -206,13 +206,7 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
             return Err("--content-type names one object's type; many objects get theirs from their names".into());
         }
         let filters = crate::fleet::Filters::new(&crate::fleet::Filters::ordered_from(std::env::args_os()))?;
-        let out = crate::fleet::run::Output {
-            json: args.json,
-            quiet: args.quiet,
-            dry_run: args.fleet.dry_run,
-            concurrency: args.fleet.concurrency,
-            guess_mime_type: !args.no_guess_mime_type,
-        };
+        let out = crate::fleet::run::Output::new(&args.fleet, args.json, args.quiet, args.no_guess_mime_type);
         let client = args.client.client()?;
         return crate::fleet::cp(&client, &args.src, &args.dst, &args.fleet, &filters, out);
     }

@@ -36,13 +36,7 @@ pub(crate) struct SyncArgs {
 
 pub(crate) fn run(args: SyncArgs) -> CliResult {
     let filters = Filters::new(&Filters::ordered_from(std::env::args_os()))?;
-    let out = crate::fleet::run::Output {
-        json: args.json,
-        quiet: args.quiet,
-        dry_run: args.fleet.dry_run,
-        concurrency: args.fleet.concurrency,
-        guess_mime_type: !args.no_guess_mime_type,
-    };
+    let out = crate::fleet::run::Output::new(&args.fleet, args.json, args.quiet, args.no_guess_mime_type);
     let client = args.client.client()?;
     let rules = SyncRules { checksum: args.checksum, delete: args.delete };
     crate::fleet::sync(&client, &args.src, &args.dst, rules, &filters, out)

@@ -808,22 +808,31 @@ impl Ctx {
         Reply::xml(200, s3xml::copy_result_doc("CopyObjectResult", &obj.etag, &iso8601(obj.last_modified), &checksums))
     }
 
-    /// UploadPartCopy: bytes `x-amz-copy-source-range` (or all) of the source become a part;
-    /// the answer carries the part's checksum when the upload declared an algorithm.
-    fn upload_part_copy(&self) -> Reply {
+    /// The part number, upload id and the upload's checksum algorithm of an UploadPart or
+    /// UploadPartCopy, or the answer refusing them (a bad number, an unknown upload).
+    fn part_target(&self) -> Result<(u32, String, Option<ChecksumAlgo>), Box<Reply>> {
         let Some(number) =
             self.q("partNumber").and_then(|v| v.parse::<u32>().ok()).filter(|n| (1..=10_000).contains(n))
         else {
-            return self.error_msg(
+            return Err(Box::new(self.error_msg(
                 400,
                 "InvalidArgument",
                 "Part number must be an integer between 1 and 10000, inclusive",
-            );
+            )));
         };
         let id = self.q("uploadId").unwrap_or("").to_string();
-        let algo = match self.store().upload(&self.bucket, &self.key, &id) {
-            Ok(u) => u.algorithm,
-            Err(code) => return self.error(404, code),
+        match self.store().upload(&self.bucket, &self.key, &id) {
+            Ok(u) => Ok((number, id.clone(), u.algorithm)),
+            Err(code) => Err(Box::new(self.error(404, code))),
+        }
+    }
+
+    /// UploadPartCopy: bytes `x-amz-copy-source-range` (or all) of the source become a part;
+    /// the answer carries the part's checksum when the upload declared an algorithm.
+    fn upload_part_copy(&self) -> Reply {
+        let (number, id, algo) = match self.part_target() {
+            Ok(t) => t,
+            Err(r) => return *r,
         };
         let src = match self.copy_source() {
             Ok(o) => o,
@@ -887,19 +896,9 @@ impl Ctx {
         if let Some(r) = self.reject_transfer_encoding() {
             return r;
         }
-        let Some(number) =
-            self.q("partNumber").and_then(|v| v.parse::<u32>().ok()).filter(|n| (1..=10_000).contains(n))
-        else {
-            return self.error_msg(
-                400,
-                "InvalidArgument",
-                "Part number must be an integer between 1 and 10000, inclusive",
-            );
-        };
-        let id = self.q("uploadId").unwrap_or("").to_string();
-        let algo = match self.store().upload(&self.bucket, &self.key, &id) {
-            Ok(u) => u.algorithm,
-            Err(code) => return self.error(404, code),
+        let (number, id, algo) = match self.part_target() {
+            Ok(t) => t,
+            Err(r) => return *r,
         };
         let p = match self.payload(raw) {
             Ok(p) => p,

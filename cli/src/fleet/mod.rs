@@ -159,6 +159,15 @@ fn check_local_destination(dst: &Side) -> CliResult {
     Ok(())
 }
 
+/// Both sides of a fleet command, refused before any transfer when the destination lies in
+/// the source or a local destination is a file.
+fn sides(src: &str, dst: &str) -> CliResult<(Side, Side)> {
+    let (src, dst) = (Side::parse(src)?, Side::parse(dst)?);
+    check_not_inside(&src, &dst)?;
+    check_local_destination(&dst)?;
+    Ok((src, dst))
+}
+
 /// `cp --recursive SRC DST`, or `cp` of a wildcard source.
 pub(crate) fn cp(
     client: &Client,
@@ -168,9 +177,7 @@ pub(crate) fn cp(
     filters: &Filters,
     out: Output,
 ) -> CliResult {
-    let (src, dst) = (Side::parse(src)?, Side::parse(dst)?);
-    check_not_inside(&src, &dst)?;
-    check_local_destination(&dst)?;
+    let (src, dst) = sides(src, dst)?;
     let (root, selected) = entries(client, &src, filters)?;
     let matched_nothing = selected.is_empty();
     let jobs = selected.iter().map(|e| job_for(&src, &root, e, &dst)).collect::<Result<Vec<_>, _>>()?;
@@ -211,9 +218,7 @@ pub(crate) fn sync(
     filters: &Filters,
     out: Output,
 ) -> CliResult {
-    let (src, dst) = (Side::parse(src)?, Side::parse(dst)?);
-    check_not_inside(&src, &dst)?;
-    check_local_destination(&dst)?;
+    let (src, dst) = sides(src, dst)?;
     if let Side::S3(t) = &src {
         if wildcard(&t.key).is_some() {
             return Err("sync takes a prefix or a directory, not a wildcard".into());

@@ -99,6 +99,19 @@ pub(crate) struct Output {
     pub(crate) guess_mime_type: bool,
 }
 
+impl Output {
+    /// The output settings of a fleet command's flags.
+    pub(crate) fn new(fleet: &super::FleetArgs, json: bool, quiet: bool, no_guess_mime_type: bool) -> Output {
+        Output {
+            json,
+            quiet,
+            dry_run: fleet.dry_run,
+            concurrency: fleet.concurrency,
+            guess_mime_type: !no_guess_mime_type,
+        }
+    }
+}
+
 /// Runs `jobs`; fails when any failed, after all of them ran.
 pub(crate) fn run(client: &Client, jobs: Vec<Job>, out: Output) -> CliResult {
     if out.dry_run {
