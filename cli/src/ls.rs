@@ -1,5 +1,6 @@
 //! `gantry ls s3://bucket[/prefix]`: the objects under a prefix, one "directory" level at a
-//! time (as `aws s3 ls` shows them) or all of them with `--recursive`.
+//! time (as `aws s3 ls` shows them) or all of them with `--recursive`; `gantry ls` alone: the
+//! buckets.
 
 use clap::Args;
 use indicatif::HumanBytes;
@@ -10,8 +11,8 @@ use crate::CliResult;
 
 #[derive(Debug, Args)]
 pub(crate) struct LsArgs {
-    /// s3://bucket or s3://bucket/prefix.
-    target: String,
+    /// s3://bucket or s3://bucket/prefix; none lists the buckets.
+    target: Option<String>,
     /// Every key under the prefix, not one level.
     #[arg(long, short = 'r')]
     recursive: bool,
@@ -24,8 +25,22 @@ pub(crate) struct LsArgs {
 }
 
 pub(crate) fn run(args: LsArgs) -> CliResult {
-    let target = S3Target::parse(&args.target)?;
     let client = args.client.client()?;
+    let Some(target) = &args.target else {
+        for b in client.block_on(client.list_buckets())? {
+            if args.json {
+                println!("{}", serde_json::json!({"bucket": b.name, "created": b.creation_date}));
+            } else {
+                let when: String = b
+                    .creation_date
+                    .as_deref()
+                    .map_or(String::new(), |t| t.replace('T', " ").chars().take(19).collect());
+                println!("{when:>19} {}", b.name);
+            }
+        }
+        return Ok(());
+    };
+    let target = S3Target::parse(target)?;
     let mut options = gantry::ListOptions::new();
     if !target.key.is_empty() {
         options = options.prefix(target.key.clone());

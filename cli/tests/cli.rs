@@ -526,6 +526,9 @@ fn ls_and_rm_over_a_prefix() {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
+    // No argument: the buckets.
+    let buckets = text(gantry(&server).args(["ls", "--json"]));
+    assert!(buckets.contains(r#""bucket":"bkt""#), "{buckets}");
     // One level: the object and the PRE line for sub/, names below the prefix.
     let one = text(gantry(&server).args(["ls", "s3://bkt/run/"]));
     assert!(one.contains("PRE sub/") && one.contains(" a.bin") && !one.contains("b c+d"), "{one}");

@@ -18,8 +18,8 @@ use crate::object_client::{GetPart, ObjectClient};
 use crate::s3::S3;
 use crate::task::TaskHandle;
 use crate::types::{
-    AppendOutput, CopyOutput, DeleteObjectsOutput, ListOptions, ListPage, MultipartUploadSummary, ObjectInfo,
-    ObjectSummary, PutOutput,
+    AppendOutput, BucketSummary, CopyOutput, DeleteObjectsOutput, ListOptions, ListPage, MultipartUploadSummary,
+    ObjectInfo, ObjectSummary, PutOutput,
 };
 use crate::upload::{self, options::PutOptions, writer::Upload};
 
@@ -518,6 +518,12 @@ impl Client {
             shared.store.list_multipart_uploads(&bucket, prefix.as_deref()).await
         })
         .await
+    }
+
+    /// ListBuckets: the buckets the credentials own (`gantry ls` with no argument).
+    pub async fn list_buckets(&self) -> Result<Vec<BucketSummary>> {
+        let shared = self.shared().clone();
+        self.spawn(Operation::ListBuckets, async move { shared.store.list_buckets().await }).await
     }
 
     /// CreateBucket (for S3-compatible stores and tests; AWS buckets are usually made elsewhere).

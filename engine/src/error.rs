@@ -39,6 +39,8 @@ pub enum Operation {
     ListMultipartUploads,
     /// CreateBucket.
     CreateBucket,
+    /// ListBuckets: the buckets the credentials own.
+    ListBuckets,
     /// CreateSession: an S3 Express One Zone session for a directory bucket.
     CreateSession,
     /// Building a client from its configuration.

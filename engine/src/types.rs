@@ -257,3 +257,13 @@ pub struct DeleteObjectsOutput {
     /// Keys the server refused, with its reason for each.
     pub errors: Vec<DeleteObjectError>,
 }
+
+/// One bucket of [`crate::Client::list_buckets`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BucketSummary {
+    /// The bucket's name.
+    pub name: String,
+    /// When it was created, as S3 formats it.
+    pub creation_date: Option<String>,
+}

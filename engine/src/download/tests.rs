@@ -277,3 +277,47 @@ async fn the_driver_future_stays_small() {
     let size = std::mem::size_of_val(&driver);
     assert!(size <= 6 << 10, "the download driver's future grew to {size} bytes");
 }
+
+/// A fleet of small objects next to a large download on one client (what `gantry cp -r` of a
+/// mixed tree does): the small GETs, started after the large one has taken every slot, do not
+/// wait for it to end. They alternate with its parts at the connection gate and all finish
+/// while it is still running; the large one still gets its share and completes.
+#[tokio::test(start_paused = true)]
+async fn small_objects_are_not_starved_by_a_large_download() {
+    let store = store();
+    *store.first_byte.lock().unwrap() = Duration::from_millis(20);
+    let big = pattern(64 * MIB);
+    store.insert("big", big.clone());
+    for i in 0..40 {
+        store.insert(&format!("small-{i}"), pattern(10_000 + i));
+    }
+    let ctx = context(&store, |b| b);
+    let start = tokio::time::Instant::now();
+    let large = {
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let (bytes, _) = get(&ctx, "big", &GetOptions::new()).await.unwrap();
+            (bytes, tokio::time::Instant::now())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let smalls: Vec<_> = (0..40)
+        .map(|i| {
+            let ctx = ctx.clone();
+            tokio::spawn(async move {
+                let (bytes, _) = get(&ctx, &format!("small-{i}"), &GetOptions::new()).await.unwrap();
+                assert_eq!(bytes, pattern(10_000 + i as u64));
+                tokio::time::Instant::now()
+            })
+        })
+        .collect();
+    let mut last_small = start;
+    for s in smalls {
+        last_small = last_small.max(s.await.unwrap());
+    }
+    let (bytes, large_done) = large.await.unwrap();
+    assert!(bytes == big, "the large download's bytes");
+    // Alone, the large download takes 64 parts / 8 slots x 20 ms = 160 ms of first bytes.
+    assert!(last_small < large_done, "the small objects waited for the large one to finish");
+    assert!(last_small - start < Duration::from_millis(200), "small objects took {:?}", last_small - start);
+}

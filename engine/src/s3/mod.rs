@@ -17,6 +17,7 @@ pub(crate) mod express;
 pub(crate) mod get_object;
 pub(crate) mod get_object_attributes;
 pub(crate) mod head_object;
+pub(crate) mod list_buckets;
 pub(crate) mod list_multipart_uploads;
 pub(crate) mod list_objects;
 pub(crate) mod lost_complete;
@@ -292,7 +293,8 @@ impl S3 {
             (Some(r), _) if self.aws_endpoint => format!("s3.{r}.amazonaws.com"),
             _ => self.endpoint.host.clone(),
         };
-        let host = if path_style { base } else { format!("{}.{}", req.bucket, base) };
+        // A request to no bucket (ListBuckets) goes to the endpoint itself.
+        let host = if path_style || req.bucket.is_empty() { base } else { format!("{}.{}", req.bucket, base) };
         let mut path = String::with_capacity(64);
         path.push('/');
         if path_style && !req.bucket.is_empty() {

@@ -135,6 +135,29 @@ pub(crate) struct ListEntry {
     pub(crate) last_modified: Option<String>,
 }
 
+/// `<ListAllMyBucketsResult>` of ListBuckets.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct ListAllMyBucketsResult {
+    #[serde(default)]
+    pub(crate) buckets: BucketList,
+}
+
+/// `<Buckets>`: its `<Bucket>` entries.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct BucketList {
+    #[serde(rename = "Bucket", default)]
+    pub(crate) buckets: Vec<BucketEntry>,
+}
+
+/// One `<Bucket>`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub(crate) struct BucketEntry {
+    pub(crate) name: String,
+    pub(crate) creation_date: Option<String>,
+}
+
 /// One `<CommonPrefixes>` entry.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -297,6 +320,21 @@ mod tests {
         assert_eq!(result.errors[0].code.as_deref(), Some("AccessDenied"));
         let empty: DeleteResult = parse(b"<DeleteResult/>", Operation::DeleteObjects).unwrap();
         assert!(empty.errors.is_empty());
+    }
+
+    #[test]
+    fn parses_bucket_list() {
+        let doc: ListAllMyBucketsResult = parse(
+            br#"<ListAllMyBucketsResult><Owner><ID>o</ID></Owner><Buckets><Bucket><Name>a</Name><CreationDate>2026-01-01T00:00:00.000Z</CreationDate></Bucket><Bucket><Name>b</Name></Bucket></Buckets></ListAllMyBucketsResult>"#,
+            Operation::ListBuckets,
+        )
+        .unwrap();
+        let names: Vec<_> = doc.buckets.buckets.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(doc.buckets.buckets[0].creation_date.as_deref(), Some("2026-01-01T00:00:00.000Z"));
+        let none: ListAllMyBucketsResult =
+            parse(b"<ListAllMyBucketsResult><Buckets/></ListAllMyBucketsResult>", Operation::ListBuckets).unwrap();
+        assert!(none.buckets.buckets.is_empty());
     }
 
     #[test]
