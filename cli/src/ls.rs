@@ -31,11 +31,7 @@ pub(crate) fn run(args: LsArgs) -> CliResult {
             if args.json {
                 println!("{}", serde_json::json!({"bucket": b.name, "created": b.creation_date}));
             } else {
-                let when: String = b
-                    .creation_date
-                    .as_deref()
-                    .map_or(String::new(), |t| t.replace('T', " ").chars().take(19).collect());
-                println!("{when:>19} {}", b.name);
+                println!("{:>19} {}", shown_time(b.creation_date.as_deref()), b.name);
             }
         }
         return Ok(());
@@ -65,10 +61,7 @@ pub(crate) fn run(args: LsArgs) -> CliResult {
                     serde_json::json!({"key": o.key, "size": o.size, "etag": o.etag, "last_modified": o.last_modified});
                 println!("{line}");
             } else {
-                let when = o
-                    .last_modified
-                    .as_deref()
-                    .map_or(String::new(), |t| t.replace('T', " ").chars().take(19).collect());
+                let when = shown_time(o.last_modified.as_deref());
                 println!("{when:>19} {:>12} {}", HumanBytes(o.size).to_string(), &o.key[shown_from.min(o.key.len())..]);
             }
         }
@@ -77,4 +70,9 @@ pub(crate) fn run(args: LsArgs) -> CliResult {
             None => return Ok(()),
         }
     }
+}
+
+/// An S3 time (`2026-11-24T07:31:00.000Z`) as `2026-11-24 07:31:00`, as `aws s3 ls` shows it.
+fn shown_time(t: Option<&str>) -> String {
+    t.map_or(String::new(), |t| t.replace('T', " ").chars().take(19).collect())
 }

@@ -264,23 +264,19 @@ pub(crate) fn sync(
 /// `md5(part md5s)-N` with the client's part size). An ETag that cannot be compared (SSE-KMS,
 /// another part size) counts as different, so the object is copied again.
 fn same_content(client: &Client, src: &Side, s: &Entry, dst: &Side, d: &Entry) -> CliResult<bool> {
-    let local_etag = |dir: &Path, name: &str, like: Option<&str>| -> CliResult<Option<String>> {
-        let path = local_path(dir, name)?;
-        Ok(like.map(|etag| local_etag(&path, etag, client.config().part_size_bytes())).transpose()?.flatten())
-    };
     let unquote = |t: &Option<String>| t.as_deref().map(|v| v.trim_matches('"').to_string());
-    Ok(match (src, dst) {
-        (Side::S3(_), Side::S3(_)) => unquote(&s.etag).is_some() && unquote(&s.etag) == unquote(&d.etag),
-        (Side::Local(dir), Side::S3(_)) => {
-            let remote = unquote(&d.etag);
-            remote.is_some() && local_etag(dir, &s.name, remote.as_deref())? == remote
-        }
-        (Side::S3(_), Side::Local(dir)) => {
-            let remote = unquote(&s.etag);
-            remote.is_some() && local_etag(dir, &d.name, remote.as_deref())? == remote
-        }
-        _ => false,
-    })
+    // A local file against an object's ETag, computed in that ETag's form.
+    let file_matches = |dir: &Path, name: &str, remote: Option<String>| -> CliResult<bool> {
+        let Some(remote) = remote else { return Ok(false) };
+        let etag = local_etag(&local_path(dir, name)?, &remote, client.config().part_size_bytes())?;
+        Ok(etag.as_deref() == Some(remote.as_str()))
+    };
+    match (src, dst) {
+        (Side::S3(_), Side::S3(_)) => Ok(unquote(&s.etag).is_some() && unquote(&s.etag) == unquote(&d.etag)),
+        (Side::Local(dir), Side::S3(_)) => file_matches(dir, &s.name, unquote(&d.etag)),
+        (Side::S3(_), Side::Local(dir)) => file_matches(dir, &d.name, unquote(&s.etag)),
+        _ => Ok(false),
+    }
 }
 
 /// The ETag `path` would have in the form of `like` (plain MD5, or `...-N` multipart), or
