@@ -18,8 +18,8 @@ use crate::object_client::{GetPart, ObjectClient};
 use crate::s3::S3;
 use crate::task::TaskHandle;
 use crate::types::{
-    AppendOutput, BucketSummary, CopyOutput, DeleteObjectsOutput, ListOptions, ListPage, MultipartUploadSummary,
-    ObjectInfo, ObjectSummary, PutOutput,
+    AppendOutput, BucketSummary, CopyOutput, DeleteObjectError, DeleteObjectsOutput, ListOptions, ListPage,
+    MultipartUploadSummary, ObjectInfo, ObjectSummary, PutOutput,
 };
 use crate::upload::{self, options::PutOptions, writer::Upload};
 
@@ -430,8 +430,10 @@ impl Client {
     /// Deletes `keys` from `bucket` with DeleteObjects, 1,000 keys a request, the requests in
     /// flight together (within the connection limit). A key that does not exist counts as
     /// deleted (as S3 says); a key the server refuses is listed in
-    /// [`DeleteObjectsOutput::errors`] with its code while the others go on. A request that
-    /// fails as a whole (after its retries) fails the call.
+    /// [`DeleteObjectsOutput::errors`] with its code while the others go on. A batch whose
+    /// request fails as a whole (after its retries) lists each of its keys there with that
+    /// failure's S3 code and message, and the other batches still run; only when every batch
+    /// failed does the call fail, with the first batch's error (nothing was deleted).
     pub async fn delete_objects<I, K>(&self, bucket: &str, keys: I) -> Result<DeleteObjectsOutput>
     where
         I: IntoIterator<Item = K>,
@@ -449,10 +451,26 @@ impl Client {
                     refused.map(|r| (batch.len(), r))
                 }
             });
+            let results = futures::future::join_all(batches).await;
+            if !results.iter().any(Result::is_ok) {
+                if let Some(Err(e)) = results.into_iter().next() {
+                    return Err(e);
+                }
+                return Ok(DeleteObjectsOutput::default());
+            }
             let mut out = DeleteObjectsOutput::default();
-            for (sent, refused) in futures::future::try_join_all(batches).await? {
-                out.deleted += (sent - refused.len()) as u64;
-                out.errors.extend(refused);
+            for (batch, result) in keys.chunks(crate::s3::delete_objects::MAX_KEYS_PER_DELETE).zip(results) {
+                match result {
+                    Ok((sent, refused)) => {
+                        out.deleted += (sent - refused.len()) as u64;
+                        out.errors.extend(refused);
+                    }
+                    Err(e) => out.errors.extend(batch.iter().map(|key| DeleteObjectError {
+                        key: key.clone(),
+                        code: Some(e.s3_code().map_or_else(|| format!("{:?}", e.kind()), str::to_string)),
+                        message: Some(e.message().to_string()),
+                    })),
+                }
             }
             Ok(out)
         })

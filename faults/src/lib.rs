@@ -29,7 +29,8 @@
 //! - Supported: Get/Head/Put/DeleteObject, multipart (create, part, complete, abort, list
 //!   uploads), ListObjectsV2 (prefix, delimiter, max-keys, continuation-token, start-after,
 //!   `encoding-type=url`; a plain `GET /bucket` is answered the same way), Create/Head/Delete
-//!   bucket, ListBuckets, GetBucketLocation, DeleteObjects, CopyObject and UploadPartCopy
+//!   bucket, ListBuckets, GetBucketLocation, DeleteObjects (a `DeleteObject` rule with a key and a
+//!   `Status` fault refuses that key inside a batch, as a bucket policy does), CopyObject and UploadPartCopy
 //!   (`x-amz-copy-source-if-match`, `x-amz-copy-source-range`). Anything else is 501 NotImplemented.
 //! - Uploads with `Transfer-Encoding` (no Content-Length) are refused with 501, as S3 does.
 //! - Multipart objects report full-object checksums (`x-amz-checksum-type: FULL_OBJECT`) even

@@ -37,16 +37,19 @@ pub enum Op {
     CopyObject,
     /// `PUT /bucket/key?partNumber=N&uploadId=U` with `x-amz-copy-source`.
     UploadPartCopy,
+    /// `POST /bucket?delete`: a batch of keys. Each key is also matched as a [`Op::DeleteObject`]
+    /// of its own, so a rule can refuse one key inside a batch.
+    DeleteObjects,
     /// `GET /bucket?session`: S3 Express One Zone's CreateSession (see
     /// [`crate::FaultServer::enable_express`]).
     CreateSession,
-    /// Anything else (HeadBucket, DeleteBucket, ListBuckets, DeleteObjects, unsupported calls).
+    /// Anything else (HeadBucket, DeleteBucket, ListBuckets, unsupported calls).
     Other,
 }
 
 impl Op {
     /// All variants, in declaration order (index = `op as usize`), for per-op counters.
-    pub const ALL: [Op; 15] = [
+    pub const ALL: [Op; 16] = [
         Op::GetObject,
         Op::HeadObject,
         Op::PutObject,
@@ -60,6 +63,7 @@ impl Op {
         Op::CreateBucket,
         Op::CopyObject,
         Op::UploadPartCopy,
+        Op::DeleteObjects,
         Op::CreateSession,
         Op::Other,
     ];
@@ -80,6 +84,7 @@ impl Op {
             Op::CreateBucket => "CreateBucket",
             Op::CopyObject => "CopyObject",
             Op::UploadPartCopy => "UploadPartCopy",
+            Op::DeleteObjects => "DeleteObjects",
             Op::CreateSession => "CreateSession",
             Op::Other => "Other",
         }

@@ -285,13 +285,21 @@ pub(crate) fn copy_result_doc(root: &str, etag: &str, last_modified: &str, check
     s
 }
 
-/// `DeleteObjects` answer; `deleted` lists keys (omitted entirely in quiet mode).
-pub(crate) fn delete_result_doc(deleted: &[String]) -> String {
+/// `DeleteObjects` answer; `deleted` lists keys (omitted entirely in quiet mode), `refused`
+/// the keys not deleted with their error codes (listed in quiet mode too, as S3 does).
+pub(crate) fn delete_result_doc(deleted: &[String], refused: &[(String, &str)]) -> String {
     let mut s = format!("{DECL}<DeleteResult xmlns=\"{NS}\">");
     for k in deleted {
         s.push_str("<Deleted>");
         el(&mut s, "Key", k);
         s.push_str("</Deleted>");
+    }
+    for (k, code) in refused {
+        s.push_str("<Error>");
+        el(&mut s, "Key", k);
+        el(&mut s, "Code", code);
+        el(&mut s, "Message", error_message(code));
+        s.push_str("</Error>");
     }
     s.push_str("</DeleteResult>");
     s

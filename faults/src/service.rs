@@ -70,6 +70,7 @@ impl Action {
             Action::Delete => Op::DeleteObject,
             Action::CreateBucket => Op::CreateBucket,
             Action::CreateSession => Op::CreateSession,
+            Action::DeleteObjects => Op::DeleteObjects,
             _ => Op::Other,
         }
     }
@@ -1172,15 +1173,32 @@ impl Ctx {
         let Some((keys, quiet)) = s3xml::parse_delete(body) else {
             return self.error(400, "MalformedXML");
         };
+        // S3 authorizes each key of a batch as its own s3:DeleteObject: a key a policy denies
+        // comes back as an <Error> entry of a 200 answer while the rest are deleted. A rule on
+        // DeleteObject with a key and a Status fault reproduces that per key.
+        let refused: Vec<(String, &'static str)> = {
+            let mut rules = self.state.rules.lock().unwrap_or_else(|e| e.into_inner());
+            keys.iter()
+                .filter_map(|k| {
+                    let info = RequestInfo { op: Op::DeleteObject, key: Some(k), range_start: None, part_number: None };
+                    match rules.evaluate(&info) {
+                        Some(Fault::Status { code, .. }) => Some((k.clone(), code)),
+                        _ => None,
+                    }
+                })
+                .collect()
+        };
+        let mut deleted = Vec::new();
         let mut store = self.store();
-        for k in &keys {
+        for k in keys.iter().filter(|k| !refused.iter().any(|(r, _)| r == *k)) {
             if let Err(code) = store.delete(&self.bucket, k) {
                 drop(store);
                 return self.error(404, code);
             }
+            deleted.push(k.clone());
         }
         drop(store);
-        Reply::xml(200, s3xml::delete_result_doc(if quiet { &[] } else { &keys }))
+        Reply::xml(200, s3xml::delete_result_doc(if quiet { &[] } else { &deleted }, &refused))
     }
 
     /// Applies shaping and response-side faults, then builds the hyper response.

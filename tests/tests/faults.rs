@@ -916,3 +916,53 @@ fn copy_object_500_is_retried() {
         assert_eq!(server.requests().iter().filter(|r| r.op == Op::CopyObject).count(), 2);
     });
 }
+
+// ---------------------------------------------------------------- batch deletes
+
+/// DeleteObjects as S3 answers it when a bucket policy denies some keys or a request fails:
+/// a key refused inside a batch (an `<Error>` entry of a 200) is listed with its code while
+/// the rest go; a batch refused as a whole lists each of its keys and the other batch still
+/// runs; only when every batch fails does the call fail, with the server's error.
+#[test]
+fn delete_objects_lists_refused_keys_and_batches() {
+    deadline(|| {
+        let server = FaultServer::start();
+        let keys: Vec<String> = (0..1500).map(|i| format!("del/k{i:04}")).collect();
+        let fill = |server: &FaultServer| {
+            for k in &keys {
+                server.insert_object(BUCKET, k, Bytes::from_static(b"x"));
+            }
+        };
+        fill(&server);
+        let c = client(&server, |b| b);
+        let denied = Fault::Status { status: 403, code: "AccessDenied" };
+
+        arm(&server, [Rule::new(Match::op(Op::DeleteObject).key("del/k1234"), denied.clone())]);
+        let out = c.block_on(c.delete_objects(BUCKET, keys.iter().cloned())).unwrap();
+        assert_eq!(out.deleted, 1499);
+        assert_eq!(out.errors.len(), 1);
+        assert_eq!((out.errors[0].key.as_str(), out.errors[0].code.as_deref()), ("del/k1234", Some("AccessDenied")));
+        assert!(server.object(BUCKET, "del/k1234").is_some() && server.object(BUCKET, "del/k0000").is_none());
+        assert_eq!(server.request_count(Op::DeleteObjects), 2, "two batches");
+
+        // One whole batch refused (whichever arrives first): its keys are listed, the other goes.
+        fill(&server);
+        arm(&server, [Rule::new(Match::op(Op::DeleteObjects), denied.clone()).times(1)]);
+        let out = c.block_on(c.delete_objects(BUCKET, keys.iter().cloned())).unwrap();
+        assert!(out.errors.len() == 1000 || out.errors.len() == 500, "{}", out.errors.len());
+        assert_eq!(out.deleted as usize + out.errors.len(), 1500);
+        assert!(out.errors.iter().all(|e| e.code.as_deref() == Some("AccessDenied")));
+        for k in &keys {
+            let listed = out.errors.iter().any(|e| &e.key == k);
+            assert_eq!(server.object(BUCKET, k).is_some(), listed, "{k}: listed as failed exactly when it is left");
+        }
+
+        // Every batch refused: the call fails with the server's typed error.
+        arm(&server, [Rule::new(Match::op(Op::DeleteObjects), denied)]);
+        let e = c.block_on(c.delete_objects(BUCKET, keys.iter().cloned())).unwrap_err();
+        assert_eq!(
+            (e.kind(), e.http_status(), e.s3_code()),
+            (ErrorKind::AccessDenied, Some(403), Some("AccessDenied"))
+        );
+    });
+}
