@@ -828,6 +828,7 @@ gantry_result gantry_config_new(gantry_config **out_config, gantry_error **out_e
 /*
  Sets one knob from text. Keys: endpoint_url, region, access_key_id, secret_access_key,
  session_token, profile, anonymous (true/false), part_size ("8MiB"), multipart_threshold,
+ copy_threshold (1GiB: larger server-side copies use UploadPartCopy), copy_part_size (128MiB),
  max_connections, target_gbps, memory_limit, read_window, path_style, payload_signing
  (signed/unsigned), connect_timeout_ms, tls_handshake_timeout_ms, first_byte_timeout_ms,
  read_idle_timeout_ms, min_throughput_bytes_per_sec (0 disables), min_throughput_window_ms,
@@ -1217,9 +1218,9 @@ gantry_result gantry_request_open_window(const gantry_request *request, uint64_t
 void gantry_request_free(gantry_request *request);
 
 /*
- Copies `src_bucket/src_key` to `bucket/key` on the server: CopyObject up to the multipart
- threshold, parallel UploadPartCopy parts above it (aborted on failure, so no parts are
- left behind). The source's ETag pins its version: a source replaced mid-copy fails with
+ Copies `src_bucket/src_key` to `bucket/key` on the server: CopyObject up to the
+ `copy_threshold` key (1 GiB by default), parallel UploadPartCopy parts of `copy_part_size`
+ (128 MiB) above it (aborted on failure, so no parts are left behind). The source's ETag pins its version: a source replaced mid-copy fails with
  `GANTRY_RESULT_OBJECT_CHANGED`. The content type is kept. Blocks until done.
  `out_parts` (NULL allowed) receives 1 for a single CopyObject, else the number of parts.
 

@@ -423,7 +423,7 @@ public:
         detail::check(gantry_create_bucket(ptr_.get(), bucket.c_str(), &err), err);
     }
     /// Copies src_bucket/src_key to bucket/key on the server (CopyObject, or parallel
-    /// UploadPartCopy parts above the multipart threshold, aborted on failure); returns the
+    /// UploadPartCopy parts above the copy_threshold key, 1 GiB by default, aborted on failure); returns the
     /// number of parts (1 for a single CopyObject). Blocks.
     uint32_t copy_object(const std::string &src_bucket, const std::string &src_key, const std::string &bucket,
                          const std::string &key) const {

@@ -509,7 +509,7 @@ func (c *Client) CreateBucket(ctx context.Context, bucket string) error {
 }
 
 // CopyObject copies srcBucket/srcKey to bucket/key on the server (CopyObject, or parallel
-// UploadPartCopy parts above the multipart threshold, aborted on failure) and returns the
+// UploadPartCopy parts above the copy_threshold key, 1 GiB by default, aborted on failure) and returns the
 // number of parts (1 for a single CopyObject). ctx is checked before the call; the call itself
 // is bounded by the client's timeouts.
 func (c *Client) CopyObject(ctx context.Context, srcBucket, srcKey, bucket, key string) (int, error) {

@@ -64,6 +64,8 @@ func newClient(t *testing.T, secret string) *Client {
 	c, err := NewClient(Config{
 		"endpoint_url": endpoint, "access_key_id": "gantry", "secret_access_key": secret,
 		"part_size": "5MiB", "max_connections": "4", "memory_limit": "64MiB",
+		// Copies above one part go multipart, so the tests see UploadPartCopy.
+		"copy_threshold": "5MiB", "copy_part_size": "5MiB",
 	})
 	if err != nil {
 		t.Fatal(err)

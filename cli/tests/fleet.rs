@@ -22,6 +22,8 @@ fn gantry_at(endpoint: &str, keys: (&str, &str), args: &[&str]) -> Output {
         .env_remove("AWS_PROFILE")
         .args(args)
         .args(["--endpoint-url", endpoint, "--part-size", "5MiB"])
+        // The large files (2.5 parts) are then copied server-side as UploadPartCopy parts.
+        .args(["--set", "copy_threshold=5MiB", "--set", "copy_part_size=5MiB"])
         .output()
         .unwrap()
 }

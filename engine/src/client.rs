@@ -477,9 +477,10 @@ impl Client {
         .await
     }
 
-    /// Copies `src_bucket/src_key` to `bucket/key` on the server: CopyObject up to the
-    /// multipart threshold, parallel UploadPartCopy parts above it (as many in flight as the
-    /// connection limit allows), aborted on failure as uploads are. The source's ETag pins
+    /// Copies `src_bucket/src_key` to `bucket/key` on the server: CopyObject up to the copy
+    /// threshold (1 GiB by default, as the CRT), parallel UploadPartCopy parts of the copy part
+    /// size (128 MiB) above it (as many in flight as the connection limit allows), aborted on
+    /// failure as uploads are. The source's ETag pins
     /// its version ([`ErrorKind::ObjectChanged`](crate::ErrorKind::ObjectChanged) if it is
     /// replaced mid-copy); the content type is kept. A single CopyObject asks the server for
     /// the configured upload checksum of the copy; a multipart copy leaves the checksum to the

@@ -23,6 +23,10 @@ pub const MIN_PART_SIZE: u64 = 5 * MIB;
 pub const MAX_PART_SIZE: u64 = 5 * 1024 * MIB;
 /// S3's maximum number of parts in one multipart upload.
 pub const MAX_PARTS: u64 = 10_000;
+/// Default [`ClientConfigBuilder::copy_threshold_bytes`]: the CRT's (aws-c-s3) 1 GiB.
+pub(crate) const DEFAULT_COPY_THRESHOLD: u64 = 1024 * MIB;
+/// Default [`ClientConfigBuilder::copy_part_size_bytes`]: the CRT's 128 MiB.
+pub(crate) const DEFAULT_COPY_PART_SIZE: u64 = 128 * MIB;
 
 /// How a request names its bucket: in the host name or in the path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -235,6 +239,8 @@ pub struct ClientConfig {
     pub(crate) credentials: CredentialsSource,
     pub(crate) part_size_bytes: u64,
     pub(crate) multipart_threshold_bytes: u64,
+    pub(crate) copy_threshold_bytes: u64,
+    pub(crate) copy_part_size_bytes: u64,
     pub(crate) max_connections: usize,
     pub(crate) memory_limit_bytes: u64,
     pub(crate) read_window_bytes: u64,
@@ -365,6 +371,8 @@ pub struct ClientConfigBuilder {
     credentials: CredentialsSource,
     part_size_bytes: u64,
     multipart_threshold_bytes: Option<u64>,
+    copy_threshold_bytes: u64,
+    copy_part_size_bytes: u64,
     throughput_target_gbps: Option<f64>,
     max_connections: Option<usize>,
     memory_limit_bytes: u64,
@@ -397,6 +405,8 @@ impl Default for ClientConfigBuilder {
             credentials: CredentialsSource::Default { profile: None },
             part_size_bytes: 8 * MIB,
             multipart_threshold_bytes: None,
+            copy_threshold_bytes: DEFAULT_COPY_THRESHOLD,
+            copy_part_size_bytes: DEFAULT_COPY_PART_SIZE,
             throughput_target_gbps: None,
             max_connections: None,
             memory_limit_bytes: 2048 * MIB,
@@ -473,6 +483,21 @@ impl ClientConfigBuilder {
     /// Uploads larger than this use multipart. Default: the part size.
     pub fn multipart_threshold_bytes(mut self, bytes: u64) -> Self {
         self.multipart_threshold_bytes = Some(bytes);
+        self
+    }
+    /// Server-side copies of objects up to this size are one CopyObject; larger ones are
+    /// parallel UploadPartCopy parts. Default 1 GiB, as the CRT: a copy moves no bytes through
+    /// the client, so parts only pay off where one CopyObject would take long (S3 copies one
+    /// at roughly 100-300 MB/s). At most 5 GiB, CopyObject's own limit.
+    pub fn copy_threshold_bytes(mut self, bytes: u64) -> Self {
+        self.copy_threshold_bytes = bytes;
+        self
+    }
+    /// Part size of a multipart server-side copy (5 MiB to 5 GiB), grown like an upload's to
+    /// stay within 10,000 parts. Default 128 MiB, as the CRT: each part is one request and
+    /// no buffer, so large parts cost nothing here.
+    pub fn copy_part_size_bytes(mut self, bytes: u64) -> Self {
+        self.copy_part_size_bytes = bytes;
         self
     }
     /// Target throughput that sizes the connection count (2.5 connections per Gbit/s).
@@ -685,6 +710,15 @@ impl ClientConfigBuilder {
         if !(MIN_PART_SIZE..=MAX_PART_SIZE).contains(&self.part_size_bytes) {
             return Err(bad(format!("part size {} must be between 5 MiB and 5 GiB", self.part_size_bytes)));
         }
+        if !(MIN_PART_SIZE..=MAX_PART_SIZE).contains(&self.copy_part_size_bytes) {
+            return Err(bad(format!("copy part size {} must be between 5 MiB and 5 GiB", self.copy_part_size_bytes)));
+        }
+        if self.copy_threshold_bytes > MAX_PART_SIZE {
+            return Err(bad(format!(
+                "copy threshold {} is above 5 GiB, the largest object one CopyObject can copy",
+                self.copy_threshold_bytes
+            )));
+        }
         let max_connections = match self.max_connections {
             Some(0) => return Err(bad("max connections must be at least 1".into())),
             Some(n) => n,
@@ -754,6 +788,8 @@ impl ClientConfigBuilder {
             credentials: self.credentials,
             part_size_bytes: self.part_size_bytes,
             multipart_threshold_bytes: self.multipart_threshold_bytes.unwrap_or(self.part_size_bytes),
+            copy_threshold_bytes: self.copy_threshold_bytes,
+            copy_part_size_bytes: self.copy_part_size_bytes,
             max_connections,
             memory_limit_bytes: self.memory_limit_bytes,
             read_window_bytes,
@@ -839,6 +875,9 @@ mod tests {
     fn rejects_impossible_settings() {
         let b = || ClientConfig::builder().ignore_environment();
         assert!(b().part_size_bytes(MIB).build().is_err());
+        assert!(b().copy_part_size_bytes(MIB).build().is_err());
+        assert!(b().copy_threshold_bytes(6 * 1024 * MIB).build().is_err());
+        assert!(b().copy_threshold_bytes(0).copy_part_size_bytes(5 * MIB).build().is_ok());
         assert!(b().memory_limit_bytes(MIB).build().is_err());
         assert!(b().max_connections(0).build().is_err());
         assert!(b().endpoint_url("ftp://x").build().is_err());

@@ -51,6 +51,12 @@ config_keys! {
     };
     "part_size": "size, e.g. 8MiB" => |b, k, v| Ok(b.part_size_bytes(size(k, v)?));
     "multipart_threshold": "size" => |b, k, v| Ok(b.multipart_threshold_bytes(size(k, v)?));
+    "copy_threshold": "size; larger server-side copies use UploadPartCopy (default 1GiB)" => |b, k, v| {
+        Ok(b.copy_threshold_bytes(size(k, v)?))
+    };
+    "copy_part_size": "size of UploadPartCopy parts (default 128MiB)" => |b, k, v| {
+        Ok(b.copy_part_size_bytes(size(k, v)?))
+    };
     "max_connections": "integer" => |b, k, v| Ok(b.max_connections(num(k, v)?));
     "target_gbps": "number" => |b, k, v| Ok(b.throughput_target_gbps(num(k, v)?));
     "memory_limit": "size" => |b, k, v| Ok(b.memory_limit_bytes(size(k, v)?));
@@ -251,6 +257,7 @@ mod tests {
                 || *key == "memory_limit"
                 || *key == "read_window"
                 || *key == "multipart_threshold"
+                || *key == "copy_threshold"
             {
                 "16MiB"
             } else {

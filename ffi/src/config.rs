@@ -47,6 +47,7 @@ pub unsafe extern "C" fn gantry_config_new(
 
 /// Sets one knob from text. Keys: endpoint_url, region, access_key_id, secret_access_key,
 /// session_token, profile, anonymous (true/false), part_size ("8MiB"), multipart_threshold,
+/// copy_threshold (1GiB: larger server-side copies use UploadPartCopy), copy_part_size (128MiB),
 /// max_connections, target_gbps, memory_limit, read_window, path_style, payload_signing
 /// (signed/unsigned), connect_timeout_ms, tls_handshake_timeout_ms, first_byte_timeout_ms,
 /// read_idle_timeout_ms, min_throughput_bytes_per_sec (0 disables), min_throughput_window_ms,

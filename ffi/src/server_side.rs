@@ -7,9 +7,9 @@ use crate::error::{gantry_error, gantry_result};
 use crate::guard::{out_arg, str_arg, Failure};
 use crate::handle::{borrow, Boxed};
 
-/// Copies `src_bucket/src_key` to `bucket/key` on the server: CopyObject up to the multipart
-/// threshold, parallel UploadPartCopy parts above it (aborted on failure, so no parts are
-/// left behind). The source's ETag pins its version: a source replaced mid-copy fails with
+/// Copies `src_bucket/src_key` to `bucket/key` on the server: CopyObject up to the
+/// `copy_threshold` key (1 GiB by default), parallel UploadPartCopy parts of `copy_part_size`
+/// (128 MiB) above it (aborted on failure, so no parts are left behind). The source's ETag pins its version: a source replaced mid-copy fails with
 /// `GANTRY_RESULT_OBJECT_CHANGED`. The content type is kept. Blocks until done.
 /// `out_parts` (NULL allowed) receives 1 for a single CopyObject, else the number of parts.
 ///

@@ -559,7 +559,7 @@ pub fn checksum_modes(b: &Backend) {
 /// awkward keys on both sides; bytes and content type arrive, nothing is left open, and a
 /// missing source is NotFound.
 pub fn server_side_copy(b: &Backend) {
-    let client = b.client(|c| c);
+    let client = b.client(|c| c.copy_threshold_bytes(PART).copy_part_size_bytes(PART));
     let bucket = b.bucket(&client);
     let other = b.bucket(&client);
     client.block_on(async {

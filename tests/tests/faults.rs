@@ -868,7 +868,7 @@ fn copy_part_503_is_retried() {
     deadline(|| {
         let data = pattern(SIZE, 41);
         let server = server_with("src", &data);
-        let c = client(&server, |b| b);
+        let c = client(&server, |b| b.copy_threshold_bytes(PART).copy_part_size_bytes(PART));
         arm(&server, [Rule::new(Match::op(Op::UploadPartCopy).part_number(2), Fault::slow_down()).times(1)]);
         let out = c.block_on(c.copy_object(BUCKET, "src", BUCKET, "dst")).unwrap();
         assert_eq!((out.size, out.parts), (SIZE as u64, 4));
@@ -885,7 +885,7 @@ fn copy_part_503_is_retried() {
 fn copy_part_403_aborts_the_upload() {
     deadline(|| {
         let server = server_with("src", &pattern(SIZE, 42));
-        let c = client(&server, |b| b);
+        let c = client(&server, |b| b.copy_threshold_bytes(PART).copy_part_size_bytes(PART));
         arm(
             &server,
             [Rule::new(
@@ -902,11 +902,12 @@ fn copy_part_403_aborts_the_upload() {
     });
 }
 
-/// A small copy is one CopyObject whose 500 is retried; the copy then carries the data.
+/// A copy below the copy threshold (1 GiB by default, as the CRT) is one CopyObject even at
+/// 3.5 upload parts; its 500 is retried and the copy then carries the data.
 #[test]
 fn copy_object_500_is_retried() {
     deadline(|| {
-        let data = pattern(1000, 43);
+        let data = pattern(SIZE, 43);
         let server = server_with("src", &data);
         let c = client(&server, |b| b);
         arm(&server, [Rule::new(Match::op(Op::CopyObject), Fault::internal_error()).times(1)]);

@@ -30,6 +30,8 @@ gantry::Config config(const std::string &secret = "gantry-secret-key") {
         .set("access_key_id", "gantry")
         .set("secret_access_key", secret)
         .set("part_size", "5MiB")
+        .set("copy_threshold", "5MiB")  // copies above one part go multipart (UploadPartCopy)
+        .set("copy_part_size", "5MiB")
         .set("max_connections", "4")
         .set("memory_limit", "64MiB");
     return c;

@@ -1,6 +1,11 @@
-//! Server-side copies: CopyObject up to the multipart threshold, parallel UploadPartCopy above
-//! it, as the same multipart session an upload uses (so a failed or cancelled copy is aborted
-//! like a failed upload, and no orphaned parts are left).
+//! Server-side copies: CopyObject up to the copy threshold (1 GiB by default), parallel
+//! UploadPartCopy parts of the copy part size (128 MiB) above it, as the same multipart session
+//! an upload uses (so a failed or cancelled copy is aborted like a failed upload, and no
+//! orphaned parts are left).
+//!
+//! The copy has thresholds of its own, the CRT's, rather than the upload's part size: no bytes
+//! pass through the client, so a part buys only server-side parallelism and costs a request.
+//! With the upload's 8 MiB a 64 MiB copy took 11 requests where one CopyObject does.
 //!
 //! The source is HEADed first: its size picks the path and cuts the parts, and its ETag pins
 //! the version. Every request then carries `x-amz-copy-source-if-match`, so a source replaced
@@ -19,7 +24,7 @@ use crate::object_client::{GetPart, ObjectClient};
 use crate::s3::copy_object::{copy_put_options, CopySource};
 use crate::types::CopyOutput;
 
-use super::{multipart_known_size, PartBody};
+use super::{multipart_known_size, PartBody, PartPlan};
 
 /// Copies `src_bucket/src_key` to `bucket/key` on the server.
 pub(crate) async fn copy_object<C: ObjectClient>(
@@ -36,15 +41,15 @@ pub(crate) async fn copy_object<C: ObjectClient>(
     let source =
         Arc::new(CopySource { bucket: src_bucket.to_string(), key: src_key.to_string(), etag: head.etag.clone() });
     let size = head.size;
-    if size <= shared.config.multipart_threshold_bytes {
+    if size <= shared.config.copy_threshold_bytes {
         let slot = shared.scheduler.slot().await;
         let copied = shared.store.copy_object(&source, &bucket, &key).await?;
         drop(slot);
         return Ok(CopyOutput { etag: copied.etag, size, parts: 1 });
     }
     let options = Arc::new(copy_put_options(head.content_type.as_deref()));
-    let out =
-        multipart_known_size(shared, bucket, key, options, size, false, |r| PartBody::Copy(source.clone(), r)).await?;
+    let plan = PartPlan { size, base_part_size: shared.config.copy_part_size_bytes, reserve_memory: false };
+    let out = multipart_known_size(shared, bucket, key, options, plan, |r| PartBody::Copy(source.clone(), r)).await?;
     Ok(CopyOutput { etag: out.etag.unwrap_or_default(), size, parts: out.parts })
 }
 
@@ -65,7 +70,8 @@ mod tests {
             .ignore_environment()
             .auto_config(false)
             .part_size_bytes(5 << 20)
-            .multipart_threshold_bytes(5 << 20)
+            .copy_threshold_bytes(5 << 20)
+            .copy_part_size_bytes(5 << 20)
             .max_connections(4)
             .build()
             .unwrap();

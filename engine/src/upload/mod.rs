@@ -270,7 +270,8 @@ pub(crate) async fn put_bytes<C: ObjectClient>(
         drop(slot);
         return Ok(PutOutput { etag: Some(etag), size, parts: 1 });
     }
-    multipart_known_size(shared, bucket, key, options, size, false, |r| {
+    let plan = PartPlan { size, base_part_size: shared.config.part_size_bytes, reserve_memory: false };
+    multipart_known_size(shared, bucket, key, options, plan, |r| {
         PartBody::Ready(body.slice(r.start as usize..r.end as usize), None)
     })
     .await
@@ -302,22 +303,33 @@ pub(crate) async fn put_file<C: ObjectClient>(
         drop(memory);
         return out;
     }
-    multipart_known_size(shared, bucket, key, options, size, true, |r| PartBody::File(file.clone(), r)).await
+    let plan = PartPlan { size, base_part_size: shared.config.part_size_bytes, reserve_memory: true };
+    multipart_known_size(shared, bucket, key, options, plan, |r| PartBody::File(file.clone(), r)).await
 }
 
-/// A multipart upload of `size` bytes whose parts come from `part(range)`. With
-/// `reserve_memory`, each part first reserves its bytes from the budget (it will read them
-/// into a buffer); caller-owned bytes need no reservation.
+/// How a known-size multipart upload is cut.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PartPlan {
+    /// The object's size.
+    pub(crate) size: u64,
+    /// The part size, grown to fit 10,000 parts.
+    pub(crate) base_part_size: u64,
+    /// Whether each part first reserves its bytes from the memory budget (it will read them
+    /// into a buffer); caller-owned bytes and server-side copies need no reservation.
+    pub(crate) reserve_memory: bool,
+}
+
+/// A multipart upload cut as `plan` says, whose parts come from `part(range)`.
 pub(crate) async fn multipart_known_size<C: ObjectClient>(
     shared: Arc<Context<C>>,
     bucket: Arc<str>,
     key: Arc<str>,
     options: Arc<PutOptions>,
-    size: u64,
-    reserve_memory: bool,
+    plan: PartPlan,
     part: impl Fn(Range<u64>) -> PartBody,
 ) -> Result<PutOutput> {
-    let part_size = part_size_for(size, shared.config.part_size_bytes)?;
+    let PartPlan { size, base_part_size, reserve_memory } = plan;
+    let part_size = part_size_for(size, base_part_size)?;
     let mut mp = Multipart::create(shared.clone(), bucket, key, options).await?;
     let submitted = async {
         for (i, start) in (0..size).step_by(part_size as usize).enumerate() {

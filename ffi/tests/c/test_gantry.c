@@ -48,6 +48,9 @@ static gantry_client *make_client(const char *endpoint, const char *secret) {
     CHECK(gantry_config_set(cfg, "access_key_id", "gantry", NULL) == GANTRY_RESULT_OK, "key");
     CHECK(gantry_config_set(cfg, "secret_access_key", secret, NULL) == GANTRY_RESULT_OK, "secret");
     CHECK(gantry_config_set(cfg, "part_size", "5MiB", NULL) == GANTRY_RESULT_OK, "part size");
+    /* Server-side copies above one part go multipart here, so the test sees UploadPartCopy. */
+    CHECK(gantry_config_set(cfg, "copy_threshold", "5MiB", NULL) == GANTRY_RESULT_OK, "copy threshold");
+    CHECK(gantry_config_set(cfg, "copy_part_size", "5MiB", NULL) == GANTRY_RESULT_OK, "copy part size");
     CHECK(gantry_config_set(cfg, "max_connections", "4", NULL) == GANTRY_RESULT_OK, "connections");
     CHECK(gantry_config_set(cfg, "memory_limit", "64MiB", NULL) == GANTRY_RESULT_OK, "memory");
     CHECK(gantry_config_set(cfg, "worker_threads", "2", NULL) == GANTRY_RESULT_OK, "threads");
