@@ -445,7 +445,8 @@ public:
         std::vector<DeleteFailure> failed;
     };
     /// Deletes `keys` with DeleteObjects, 1,000 keys a request. Keys the server refuses are
-    /// reported, not thrown; a request failing as a whole throws. Blocks.
+    /// reported, not thrown, as are the keys of a batch whose request failed as a whole; it
+    /// throws only when every batch failed (nothing was deleted). Blocks.
     [[nodiscard]] DeleteReport delete_objects(const std::string &bucket, const std::vector<std::string> &keys) const {
         std::vector<const char *> raw;
         raw.reserve(keys.size());

@@ -533,8 +533,9 @@ type DeleteFailure struct {
 }
 
 // DeleteObjects deletes keys from bucket with DeleteObjects, 1,000 keys a request, and returns
-// how many were deleted (a missing key counts) and the keys the server refused. A request
-// that fails as a whole returns an error. ctx is checked before the call.
+// how many were deleted (a missing key counts) and the keys the server refused. A batch that
+// fails as a whole lists its keys among the refused; an error is returned only when every
+// batch failed (nothing was deleted). ctx is checked before the call.
 func (c *Client) DeleteObjects(ctx context.Context, bucket string, keys []string) (uint64, []DeleteFailure, error) {
 	if ctx.Err() != nil {
 		return 0, nil, contextDone(ctx)

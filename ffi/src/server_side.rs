@@ -60,8 +60,10 @@ impl Boxed for gantry_delete_report {}
 /// Deletes the `n_keys` keys of `keys` from `bucket` with DeleteObjects, 1,000 keys a
 /// request, the requests in flight together. A key that does not exist counts as deleted (as
 /// S3 says). Keys the server refuses do not fail the call: they are listed in the report, and
-/// the others are deleted. A request that fails as a whole (after retries) fails the call and
-/// no report is made. Blocks until done. `keys` is only read during the call.
+/// the others are deleted. A batch whose request fails as a whole (after retries) lists each
+/// of its keys in the report with that failure's code, while the other batches run; only when
+/// every batch fails (nothing was deleted) does the call fail, and no report is made. Blocks
+/// until done. `keys` is only read during the call.
 ///
 /// # Safety
 /// `client` is live; `bucket` is NUL-terminated; `keys` points to `n_keys` NUL-terminated
