@@ -241,3 +241,52 @@ fn a_failure_mid_fleet_is_named_and_the_rest_complete() {
     assert!(stdout.lines().last().unwrap().contains(r#""failed":1"#));
     assert_eq!(server.requests().iter().filter(|r| r.op == Op::PutObject).count(), 19);
 }
+
+/// Deletes refused per key inside a DeleteObjects batch (as a bucket policy denying some keys
+/// does on S3): `rm --recursive` and `sync --delete` delete the rest, name the refused key and
+/// exit 1; `sync --delete` sends its deletes as one batch, not one request per key.
+#[test]
+fn a_refused_delete_is_named_and_the_rest_go() {
+    use gantry_faults::{Fault, FaultServer, Match, Op, Rule};
+    let server = FaultServer::start();
+    let put = |prefix: &str| {
+        for i in 0..30 {
+            server.insert_object("fleet", &format!("{prefix}/k{i:02}"), bytes::Bytes::from(pattern(10, i)));
+        }
+    };
+    put("rm");
+    put("mirror");
+    let refused = Fault::Status { status: 403, code: "AccessDenied" };
+    server.add_rule(Rule::new(Match::op(Op::DeleteObject).key("rm/k11"), refused.clone()));
+    server.add_rule(Rule::new(Match::op(Op::DeleteObject).key("mirror/k22"), refused));
+    let endpoint = server.endpoint();
+    let run = |args: &[&str]| gantry_at(&endpoint, ("AKID", "SECRET"), args);
+
+    let out = run(&["rm", "--recursive", "s3://fleet/rm/"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("s3://fleet/rm/k11") && stderr.contains("AccessDenied"), "{stderr}");
+    assert!(stderr.contains("1 of 30 keys were not deleted"), "{stderr}");
+    let left: Vec<String> =
+        (0..30).map(|i| format!("rm/k{i:02}")).filter(|k| server.object("fleet", k).is_some()).collect();
+    assert_eq!(left, ["rm/k11"]);
+
+    // The local side holds 10 of the 30 names: sync --delete removes the other 20 but one.
+    let work = tempfile::tempdir().unwrap();
+    for i in 0..10 {
+        std::fs::write(work.path().join(format!("k{i:02}")), pattern(10, i)).unwrap();
+    }
+    server.reset_log();
+    let out = run(&["sync", "--delete", "--json", work.path().to_str().unwrap(), "s3://fleet/mirror/"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let failed: Vec<&str> = stdout.lines().filter(|l| l.contains(r#""ok":false"#)).collect();
+    assert_eq!(failed.len(), 1, "{stdout}");
+    assert!(failed[0].contains("mirror/k22") && failed[0].contains("AccessDenied"), "{}", failed[0]);
+    let deleted = stdout.lines().filter(|l| l.contains(r#""op":"delete""#) && l.contains(r#""ok":true"#)).count();
+    assert_eq!(deleted, 19, "{stdout}");
+    assert_eq!(server.request_count(Op::DeleteObjects), 1, "one batch");
+    assert_eq!(server.request_count(Op::DeleteObject), 0);
+    let left = (0..30).filter(|i| server.object("fleet", &format!("mirror/k{i:02}")).is_some()).count();
+    assert_eq!(left, 11, "the 10 the source has, and the refused one");
+}

@@ -3,6 +3,7 @@
 //! terminal, a line per object (`--json`: a JSON object) and a summary. A failed object is
 //! reported and the others go on; the command then fails, naming every failure.
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
@@ -140,8 +141,11 @@ pub(crate) fn run(client: &Client, jobs: Vec<Job>, out: Output) -> CliResult {
         bar.set_message(format!("0/{count} objects"));
         bar
     });
+    // S3 deletes (sync --delete) go as DeleteObjects batches after the transfers, each key
+    // still reported on its own.
+    let (deletes, jobs): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| matches!(j, Job::DeleteObject { .. }));
     let interrupt = Interrupt::install(client)?;
-    let (mut done, mut bytes, mut failures) = (0usize, 0u64, Vec::new());
+    let mut tally = Tally { done: 0, bytes: 0, failures: Vec::new(), count, out, bar: bar.as_ref() };
     interrupt.run(client, async {
         let mut stream = futures::stream::iter(jobs.into_iter().map(|job| async move {
             let result = execute(client, &job, out.guess_mime_type).await;
@@ -149,23 +153,20 @@ pub(crate) fn run(client: &Client, jobs: Vec<Job>, out: Output) -> CliResult {
         }))
         .buffer_unordered(out.concurrency.max(1));
         while let Some((job, result)) = stream.next().await {
-            done += 1;
-            match &result {
-                Ok(n) => {
-                    bytes += n;
-                    report_ok(&job, *n, out, bar.as_ref());
-                }
-                Err(e) => {
-                    report_err(&job, e, out, bar.as_ref());
-                    failures.push((job.source(), e.to_string()));
-                }
-            }
-            if let Some(b) = &bar {
-                b.set_position(bytes);
-                b.set_message(format!("{done}/{count} objects"));
+            tally.record(job, result);
+        }
+        for (bucket, keys) in by_bucket(deletes) {
+            let refused: HashMap<String, String> = match client.delete_objects(&bucket, keys.iter().cloned()).await {
+                Ok(out) => out.errors.into_iter().map(|e| (e.key.clone(), refusal(&e))).collect(),
+                Err(e) => keys.iter().map(|k| (k.clone(), e.to_string())).collect(),
+            };
+            for key in keys {
+                let result = refused.get(&key).map_or(Ok(0), |e| Err(e.clone()));
+                tally.record(Job::DeleteObject { bucket: bucket.clone(), key }, result);
             }
         }
     })?;
+    let Tally { done, bytes, failures, .. } = tally;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -182,6 +183,61 @@ pub(crate) fn run(client: &Client, jobs: Vec<Job>, out: Output) -> CliResult {
     }
     let list: Vec<String> = failures.iter().map(|(src, e)| format!("  {src}: {e}")).collect();
     Err(format!("{} of {done} objects failed:\n{}", failures.len(), list.join("\n")).into())
+}
+
+/// The running count of a fleet: what finished, what moved, what failed.
+struct Tally<'a> {
+    done: usize,
+    bytes: u64,
+    failures: Vec<(String, String)>,
+    count: usize,
+    out: Output,
+    bar: Option<&'a ProgressBar>,
+}
+
+impl Tally<'_> {
+    /// Reports one finished job and counts it.
+    fn record(&mut self, job: Job, result: Result<u64, String>) {
+        self.done += 1;
+        match result {
+            Ok(n) => {
+                self.bytes += n;
+                report_ok(&job, n, self.out, self.bar);
+            }
+            Err(e) => {
+                report_err(&job, &e, self.out, self.bar);
+                self.failures.push((job.source(), e));
+            }
+        }
+        if let Some(b) = self.bar {
+            b.set_position(self.bytes);
+            b.set_message(format!("{}/{} objects", self.done, self.count));
+        }
+    }
+}
+
+/// S3 delete jobs grouped by bucket, keys in their planned order.
+fn by_bucket(deletes: Vec<Job>) -> Vec<(String, Vec<String>)> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for job in deletes {
+        if let Job::DeleteObject { bucket, key } = job {
+            match groups.iter_mut().find(|(b, _)| *b == bucket) {
+                Some((_, keys)) => keys.push(key),
+                None => groups.push((bucket, vec![key])),
+            }
+        }
+    }
+    groups
+}
+
+/// How a key refused inside a DeleteObjects batch is shown: its S3 code and message.
+fn refusal(e: &gantry::DeleteObjectError) -> String {
+    match (&e.code, &e.message) {
+        (Some(c), Some(m)) => format!("{c}: {m}"),
+        (Some(c), None) => c.clone(),
+        (None, Some(m)) => m.clone(),
+        (None, None) => "refused".to_string(),
+    }
 }
 
 fn report_ok(job: &Job, bytes: u64, out: Output, bar: Option<&ProgressBar>) {
@@ -235,6 +291,7 @@ async fn execute(client: &Client, job: &Job, guess_mime_type: bool) -> Result<u6
             let out = client.copy_object(src_bucket, src_key, bucket, key).await.map_err(|e| e.to_string())?;
             Ok(out.size)
         }
+        // Batched by `run` (DeleteObjects); a single one still works.
         Job::DeleteObject { bucket, key } => {
             client.delete_object(bucket, key).await.map_err(|e| e.to_string())?;
             Ok(0)
