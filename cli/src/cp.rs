@@ -164,7 +164,7 @@ pub(crate) struct CpArgs {
     #[arg(long, short = 'r')]
     recursive: bool,
     #[command(flatten)]
-    fleet: crate::fleet::FleetArgs,
+    pub(crate) fleet: crate::fleet::FleetArgs,
 }
 
 impl CpArgs {
@@ -205,7 +205,7 @@ pub(crate) fn run(args: CpArgs) -> CliResult {
         if args.content_type.is_some() {
             return Err("--content-type names one object's type; many objects get theirs from their names".into());
         }
-        let filters = crate::fleet::Filters::new(&crate::fleet::Filters::ordered_from(std::env::args_os()))?;
+        let filters = crate::fleet::Filters::new(&args.fleet.ordered_filters)?;
         let out = crate::fleet::run::Output::new(&args.fleet, args.json, args.quiet, args.no_guess_mime_type);
         let client = args.client.client()?;
         return crate::fleet::cp(&client, &args.src, &args.dst, &args.fleet, &filters, out);

@@ -81,7 +81,13 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    let cli = Cli::parse();
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let mut cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let (Some((_, sub)), Command::Cp(cp::CpArgs { fleet, .. }) | Command::Sync(sync::SyncArgs { fleet, .. })) =
+        (matches.subcommand(), &mut cli.command)
+    {
+        fleet.ordered_filters = fleet::Filters::ordered_from(sub);
+    }
     let result = match cli.command {
         Command::Cp(args) => cp::run(args),
         Command::Serve(args) => serve(args),

@@ -29,13 +29,13 @@ pub(crate) struct SyncArgs {
     #[arg(long)]
     no_guess_mime_type: bool,
     #[command(flatten)]
-    fleet: FleetArgs,
+    pub(crate) fleet: FleetArgs,
     #[command(flatten)]
     client: ClientArgs,
 }
 
 pub(crate) fn run(args: SyncArgs) -> CliResult {
-    let filters = Filters::new(&Filters::ordered_from(std::env::args_os()))?;
+    let filters = Filters::new(&args.fleet.ordered_filters)?;
     let out = crate::fleet::run::Output::new(&args.fleet, args.json, args.quiet, args.no_guess_mime_type);
     let client = args.client.client()?;
     let rules = SyncRules { checksum: args.checksum, delete: args.delete };

@@ -3,8 +3,7 @@
 //! Patterns are globs matched against the name relative to the source root, where `*` also
 //! matches `/` (as in `aws s3`), `?` one character and `[...]` a class.
 
-use std::ffi::OsString;
-
+use clap::ArgMatches;
 use globset::{Glob, GlobMatcher};
 
 use crate::CliResult;
@@ -31,33 +30,18 @@ impl Filters {
         self.rules.iter().fold(true, |selected, (include, m)| if m.is_match(name) { *include } else { selected })
     }
 
-    /// The `--include` / `--exclude` pairs of a command line, in their order (clap keeps each
-    /// flag's values but not how the two flags interleave, which decides the result).
-    pub(crate) fn ordered_from(args: impl IntoIterator<Item = OsString>) -> Vec<(bool, String)> {
-        let mut out = Vec::new();
-        let mut pending: Option<bool> = None;
-        for arg in args {
-            let arg = arg.to_string_lossy().into_owned();
-            if let Some(include) = pending.take() {
-                out.push((include, arg));
-                continue;
-            }
-            if arg == "--" {
-                break;
-            }
-            match arg.as_str() {
-                "--include" => pending = Some(true),
-                "--exclude" => pending = Some(false),
-                _ => {
-                    if let Some(p) = arg.strip_prefix("--include=") {
-                        out.push((true, p.to_string()));
-                    } else if let Some(p) = arg.strip_prefix("--exclude=") {
-                        out.push((false, p.to_string()));
-                    }
-                }
+    /// The `--include` / `--exclude` pairs of a parsed command line, in the order given: clap
+    /// keeps each flag's values apart, and their interleaving decides the result, so the pairs
+    /// are put back in order by their argument positions.
+    pub(crate) fn ordered_from(matches: &ArgMatches) -> Vec<(bool, String)> {
+        let mut placed = Vec::new();
+        for (id, include) in [("include", true), ("exclude", false)] {
+            if let (Some(at), Some(values)) = (matches.indices_of(id), matches.get_many::<String>(id)) {
+                placed.extend(at.zip(values).map(|(i, v)| (i, include, v.clone())));
             }
         }
-        out
+        placed.sort_by_key(|(i, ..)| *i);
+        placed.into_iter().map(|(_, include, v)| (include, v)).collect()
     }
 }
 
@@ -65,13 +49,18 @@ impl Filters {
 mod tests {
     use super::*;
 
+    /// The filters of `gantry cp ARGS...`, parsed by the real command line.
     fn filters(args: &[&str]) -> Filters {
-        Filters::new(&Filters::ordered_from(args.iter().map(OsString::from))).unwrap()
+        use clap::CommandFactory;
+        let argv = ["gantry", "cp", "-r"].iter().chain(args).chain(&["src", "s3://b/dst"]);
+        let matches = crate::Cli::command().get_matches_from(argv);
+        let (_, cp) = matches.subcommand().unwrap();
+        Filters::new(&Filters::ordered_from(cp)).unwrap()
     }
 
     #[test]
     fn later_filters_win() {
-        let f = filters(&["cp", "--exclude", "*", "--include=*.tar", "src", "dst"]);
+        let f = filters(&["--exclude", "*", "--quiet", "--include=*.tar"]);
         assert!(f.selects("train/shard-1.tar") && !f.selects("train/readme.md"));
         let f = filters(&["--include", "*.tar", "--exclude", "logs/*"]);
         assert!(f.selects("a.tar") && !f.selects("logs/a.tar") && f.selects("x.md"));

@@ -37,6 +37,10 @@ pub(crate) struct FleetArgs {
     /// Leave out names matching this glob (see --include).
     #[arg(long, value_name = "GLOB")]
     pub(crate) exclude: Vec<String>,
+    /// --include (true) and --exclude (false) in command-line order, filled from the parsed
+    /// arguments by `main` (see [`Filters::ordered_from`]).
+    #[arg(skip)]
+    pub(crate) ordered_filters: Vec<(bool, String)>,
     /// Print what would be done; change nothing.
     #[arg(long)]
     pub(crate) dry_run: bool,
