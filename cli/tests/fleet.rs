@@ -290,3 +290,37 @@ fn a_refused_delete_is_named_and_the_rest_go() {
     let left = (0..30).filter(|i| server.object("fleet", &format!("mirror/k{i:02}")).is_some()).count();
     assert_eq!(left, 11, "the 10 the source has, and the refused one");
 }
+
+/// `cp -r` from S3 lists page by page while the first objects already move (a prefix of
+/// millions starts at once): with the second ListObjectsV2 page held back 2 s by the server,
+/// downloads of the first page's objects arrive before the third page is asked for. A key
+/// with no place in the destination (`../`) fails alone, named, and the others land.
+#[test]
+fn listing_and_transfers_overlap() {
+    use gantry_faults::{Fault, FaultServer, Match, Op, Rule};
+    use std::time::Duration;
+    let server = FaultServer::start();
+    for i in 0..2500 {
+        server.insert_object("fleet", &format!("big/k{i:04}"), bytes::Bytes::from(pattern(100, i)));
+    }
+    server.insert_object("fleet", "big/sub/../../escape", bytes::Bytes::from_static(b"x"));
+    server
+        .add_rule(Rule::new(Match::op(Op::ListObjectsV2).every_nth(2), Fault::Stall(Duration::from_secs(2))).times(1));
+    let work = tempfile::tempdir().unwrap();
+    let out = gantry_at(
+        &server.endpoint(),
+        ("AKID", "SECRET"),
+        &["cp", "-r", "--quiet", "s3://fleet/big/", work.path().to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("1 of 2501 objects failed") && stderr.contains("big/sub/../../escape"), "{stderr}");
+    assert!(stderr.contains("leave the destination"), "{stderr}");
+    assert_eq!(tree(work.path()).len(), 2500);
+    assert!(!work.path().parent().unwrap().join("escape").exists());
+    let log = server.requests();
+    let lists: Vec<usize> = log.iter().enumerate().filter(|(_, r)| r.op == Op::ListObjectsV2).map(|(i, _)| i).collect();
+    assert_eq!(lists.len(), 3, "three pages of 1,000");
+    let early = log[..lists[2]].iter().filter(|r| r.op == Op::GetObject).count();
+    assert!(early >= 1, "no download started before the last page was listed");
+}

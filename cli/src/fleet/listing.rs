@@ -2,10 +2,11 @@
 //! directory, each named relative to its root with `/` separators, so the two sides compare
 //! name for name.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use gantry::Client;
+use gantry::{Client, ListOptions};
 
 use crate::CliResult;
 
@@ -24,18 +25,47 @@ pub(crate) struct Entry {
 /// Every object under `prefix` of `bucket`, named relative to `prefix`. Keys ending in `/`
 /// (folder markers) are left out: no file can carry their name.
 pub(crate) fn s3_entries(client: &Client, bucket: &str, prefix: &str) -> CliResult<Vec<Entry>> {
-    let prefix_opt = (!prefix.is_empty()).then_some(prefix);
-    let all = client.block_on(client.list_all(bucket, prefix_opt))?;
-    Ok(all
-        .into_iter()
-        .filter(|o| !o.key.ends_with('/') && o.key.len() > prefix.len())
-        .map(|o| Entry {
-            name: o.key[prefix.len()..].to_string(),
-            size: o.size,
-            modified: o.last_modified.as_deref().and_then(|t| humantime::parse_rfc3339_weak(t).ok()),
-            etag: o.etag,
-        })
-        .collect())
+    let mut all = Vec::new();
+    client.block_on(s3_pages(client, bucket, prefix, |page| {
+        all.extend(page);
+        std::future::ready(true)
+    }))?;
+    Ok(all)
+}
+
+/// The objects under `prefix` of `bucket` as [`s3_entries`] names them, handed to `each` a
+/// ListObjectsV2 page at a time as the pages arrive, so work can start on the first page
+/// while the next is listed. `each` answers whether to go on.
+pub(crate) async fn s3_pages<F, Fut>(client: &Client, bucket: &str, prefix: &str, mut each: F) -> gantry::Result<()>
+where
+    F: FnMut(Vec<Entry>) -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let mut options = ListOptions::new();
+    if !prefix.is_empty() {
+        options = options.prefix(prefix);
+    }
+    loop {
+        let page = client.list_objects(bucket, &options).await?;
+        let entries = page
+            .objects
+            .into_iter()
+            .filter(|o| !o.key.ends_with('/') && o.key.len() > prefix.len())
+            .map(|o| Entry {
+                name: o.key[prefix.len()..].to_string(),
+                size: o.size,
+                modified: o.last_modified.as_deref().and_then(|t| humantime::parse_rfc3339_weak(t).ok()),
+                etag: o.etag,
+            })
+            .collect();
+        if !each(entries).await {
+            return Ok(());
+        }
+        match page.next_continuation_token {
+            Some(token) => options.continuation_token = Some(token),
+            None => return Ok(()),
+        }
+    }
 }
 
 /// Every regular file under `root` (symlinks to files followed, directory loops refused),

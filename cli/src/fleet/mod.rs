@@ -82,27 +82,32 @@ pub(crate) fn wildcard(key: &str) -> Option<(String, String)> {
         .then(|| (if dir.is_empty() { String::new() } else { format!("{dir}/") }, last.to_string()))
 }
 
+/// Where the names of an S3 side start (the prefix as a directory, or a wildcard's
+/// directory) and, for a wildcard, the matcher of its last segment.
+fn s3_root(t: &S3Target) -> CliResult<(String, Option<globset::GlobMatcher>)> {
+    Ok(match wildcard(&t.key) {
+        Some((dir, pattern)) => {
+            let glob = globset::GlobBuilder::new(&pattern)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| format!("bad wildcard {pattern:?}: {e}"))?
+                .compile_matcher();
+            (dir, Some(glob))
+        }
+        None => (as_dir(&t.key), None),
+    })
+}
+
 /// The selected entries of a side: every object or file below its root (or, for a wildcard
 /// source, those of its directory matching the wildcard), filtered.
 fn entries(client: &Client, side: &Side, filters: &Filters) -> CliResult<(String, Vec<Entry>)> {
     let (root, all) = match side {
         Side::Local(dir) => (String::new(), local_entries(dir)?),
-        Side::S3(t) => match wildcard(&t.key) {
-            Some((dir, pattern)) => {
-                let glob = globset::GlobBuilder::new(&pattern)
-                    .literal_separator(true)
-                    .build()
-                    .map_err(|e| format!("bad wildcard {pattern:?}: {e}"))?
-                    .compile_matcher();
-                let listed = s3_entries(client, &t.bucket, &dir)?;
-                (dir, listed.into_iter().filter(|e| glob.is_match(&e.name)).collect())
-            }
-            None => {
-                let dir = as_dir(&t.key);
-                let listed = s3_entries(client, &t.bucket, &dir)?;
-                (dir, listed)
-            }
-        },
+        Side::S3(t) => {
+            let (root, glob) = s3_root(t)?;
+            let listed = s3_entries(client, &t.bucket, &root)?;
+            (root, listed.into_iter().filter(|e| glob.as_ref().is_none_or(|g| g.is_match(&e.name))).collect())
+        }
     };
     Ok((root, all.into_iter().filter(|e| filters.selects(&e.name)).collect()))
 }
@@ -125,21 +130,27 @@ fn check_not_inside(src: &Side, dst: &Side) -> CliResult {
 }
 
 /// The job moving `e` (named below `src_root`) to the same name below `dst`.
-fn job_for(src: &Side, src_root: &str, e: &Entry, dst: &Side) -> Result<Job, String> {
-    Ok(match (src, dst) {
-        (Side::Local(dir), Side::S3(d)) => Job::Upload {
-            path: local_path(dir, &e.name)?,
-            bucket: d.bucket.clone(),
-            key: format!("{}{}", as_dir(&d.key), e.name),
-            size: e.size,
+fn job_for(src: &Side, src_root: &str, e: &Entry, dst: &Side) -> Job {
+    let refused = |source: String, reason: String| Job::Refused { source, reason };
+    match (src, dst) {
+        (Side::Local(dir), Side::S3(d)) => match local_path(dir, &e.name) {
+            Ok(path) => Job::Upload {
+                path,
+                bucket: d.bucket.clone(),
+                key: format!("{}{}", as_dir(&d.key), e.name),
+                size: e.size,
+            },
+            Err(reason) => refused(e.name.clone(), reason),
         },
-        (Side::S3(s), Side::Local(dir)) => Job::Download {
-            bucket: s.bucket.clone(),
-            key: format!("{src_root}{}", e.name),
-            path: local_path(dir, &e.name)?,
-            size: e.size,
-            modified: e.modified,
-        },
+        (Side::S3(s), Side::Local(dir)) => {
+            let key = format!("{src_root}{}", e.name);
+            match local_path(dir, &e.name) {
+                Ok(path) => Job::Download { bucket: s.bucket.clone(), key, path, size: e.size, modified: e.modified },
+                // A key such as `a/../../x` has no place in the destination: that object
+                // fails, the others go.
+                Err(reason) => refused(format!("s3://{}/{key}", s.bucket), reason),
+            }
+        }
         (Side::S3(s), Side::S3(d)) => Job::Copy {
             src_bucket: s.bucket.clone(),
             src_key: format!("{src_root}{}", e.name),
@@ -147,8 +158,8 @@ fn job_for(src: &Side, src_root: &str, e: &Entry, dst: &Side) -> Result<Job, Str
             key: format!("{}{}", as_dir(&d.key), e.name),
             size: e.size,
         },
-        (Side::Local(_), Side::Local(_)) => return Err("one side must be an s3:// URL".into()),
-    })
+        (Side::Local(_), Side::Local(_)) => refused(e.name.clone(), "one side must be an s3:// URL".into()),
+    }
 }
 
 /// Before any transfer: a local destination must be a directory (or not exist yet).
@@ -172,7 +183,8 @@ fn sides(src: &str, dst: &str) -> CliResult<(Side, Side)> {
     Ok((src, dst))
 }
 
-/// `cp --recursive SRC DST`, or `cp` of a wildcard source.
+/// `cp --recursive SRC DST`, or `cp` of a wildcard source. An S3 source is listed page by
+/// page while the first objects already move (see [`run::run_planned`]).
 pub(crate) fn cp(
     client: &Client,
     src: &str,
@@ -182,17 +194,47 @@ pub(crate) fn cp(
     out: Output,
 ) -> CliResult {
     let (src, dst) = sides(src, dst)?;
-    let (root, selected) = entries(client, &src, filters)?;
-    let matched_nothing = selected.is_empty();
-    let jobs = selected.iter().map(|e| job_for(&src, &root, e, &dst)).collect::<Result<Vec<_>, _>>()?;
-    if matched_nothing {
+    let count = match &src {
+        Side::S3(t) => {
+            let (root, glob) = s3_root(t)?;
+            let (src, dst, root) = (&src, &dst, root.as_str());
+            run::run_planned(client, out, |tx| async move {
+                let selects = |e: &Entry| glob.as_ref().is_none_or(|g| g.is_match(&e.name)) && filters.selects(&e.name);
+                listing::s3_pages(client, &t.bucket, root, |page| {
+                    let tx = tx.clone();
+                    let jobs: Vec<Job> =
+                        page.iter().filter(|e| selects(e)).map(|e| job_for(src, root, e, dst)).collect();
+                    async move {
+                        for job in jobs {
+                            if tx.send(job).await.is_err() {
+                                return false;
+                            }
+                        }
+                        true
+                    }
+                })
+                .await?;
+                Ok(())
+            })?
+        }
+        Side::Local(_) => {
+            let (root, selected) = entries(client, &src, filters)?;
+            let jobs = selected.iter().map(|e| job_for(&src, &root, e, &dst)).collect();
+            let n = selected.len();
+            if n > 0 {
+                run::run(client, jobs, out)?;
+            }
+            n
+        }
+    };
+    if count == 0 {
         let what = match &src {
             Side::S3(t) => t.uri(&t.key),
             Side::Local(p) => p.display().to_string(),
         };
         return Err(format!("no objects matched {what}{}", filter_note(fleet)).into());
     }
-    run::run(client, jobs, out)
+    Ok(())
 }
 
 fn filter_note(fleet: &FleetArgs) -> &'static str {
@@ -246,7 +288,7 @@ pub(crate) fn sync(
             Some(d) => matches!((e.modified, d.modified), (Some(s), Some(t)) if s > t),
         };
         if differs {
-            jobs.push(job_for(&src, &src_root, e, &dst)?);
+            jobs.push(job_for(&src, &src_root, e, &dst));
         }
     }
     if rules.delete {

@@ -3,7 +3,9 @@
 //! terminal, a line per object (`--json`: a JSON object) and a summary. A failed object is
 //! reported and the others go on; the command then fails, naming every failure.
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::future::Future;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
@@ -46,6 +48,12 @@ pub(crate) enum Job {
     DeleteFile {
         path: PathBuf,
     },
+    /// An object that cannot be moved (a key with no place in the destination directory):
+    /// reported as failed while the others go.
+    Refused {
+        source: String,
+        reason: String,
+    },
 }
 
 impl Job {
@@ -55,6 +63,7 @@ impl Job {
             Job::Download { .. } => "download",
             Job::Copy { .. } => "copy",
             Job::DeleteObject { .. } | Job::DeleteFile { .. } => "delete",
+            Job::Refused { .. } => "skip",
         }
     }
 
@@ -70,6 +79,7 @@ impl Job {
             Job::Upload { path, .. } | Job::DeleteFile { path } => path.display().to_string(),
             Job::Download { bucket, key, .. } | Job::DeleteObject { bucket, key } => format!("s3://{bucket}/{key}"),
             Job::Copy { src_bucket, src_key, .. } => format!("s3://{src_bucket}/{src_key}"),
+            Job::Refused { source, .. } => source.clone(),
         }
     }
 
@@ -113,62 +123,110 @@ impl Output {
     }
 }
 
+/// Jobs a planner may queue ahead of the runner: enough that a listing page of 1,000 never
+/// waits on the transfers, few enough that a listing of millions is not held in memory.
+const PLAN_AHEAD: usize = 4096;
+
+/// Where a planner sends the jobs it makes.
+pub(crate) type JobSender = tokio::sync::mpsc::Sender<Job>;
+
 /// Runs `jobs`; fails when any failed, after all of them ran.
 pub(crate) fn run(client: &Client, jobs: Vec<Job>, out: Output) -> CliResult {
-    if out.dry_run {
-        for j in &jobs {
-            if out.json {
-                println!(
-                    "{}",
-                    serde_json::json!({"op": j.verb(), "source": j.source(), "destination": j.destination(), "dry_run": true})
-                );
-            } else {
-                println!("(dryrun) {}", j.describe());
+    run_planned(client, out, |tx| async move {
+        for job in jobs {
+            if tx.send(job).await.is_err() {
+                break;
             }
         }
-        return Ok(());
-    }
+        Ok(())
+    })
+    .map(|_| ())
+}
+
+/// Runs the jobs `plan` sends while `plan` is still making them (a listing pages on while the
+/// first objects move, as `aws s3` and s5cmd do: a prefix of a million keys starts at once
+/// and is never held in memory whole). Returns how many jobs there were. Fails when any job
+/// failed, once all of them ran, or when the plan failed (a listing refused midway), once the
+/// jobs it had sent ran.
+pub(crate) fn run_planned<F>(client: &Client, out: Output, plan: impl FnOnce(JobSender) -> F) -> CliResult<usize>
+where
+    F: Future<Output = CliResult>,
+{
     let started = Instant::now();
-    let total_bytes: u64 = jobs.iter().map(Job::size).sum();
-    let count = jobs.len();
-    let bar = (!out.quiet && !out.json && std::io::stderr().is_terminal()).then(|| {
-        let bar = ProgressBar::new(total_bytes);
+    let bar = (!out.dry_run && !out.quiet && !out.json && std::io::stderr().is_terminal()).then(|| {
+        let bar = ProgressBar::new(0);
         if let Ok(style) =
             ProgressStyle::with_template("{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} · {msg} · eta {eta}")
         {
             bar.set_style(style);
         }
-        bar.set_message(format!("0/{count} objects"));
         bar
     });
-    // S3 deletes (sync --delete) go as DeleteObjects batches after the transfers, each key
-    // still reported on its own.
-    let (deletes, jobs): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| matches!(j, Job::DeleteObject { .. }));
+    let received = Cell::new(0usize);
+    let mut tally = Tally { done: 0, bytes: 0, failures: Vec::new(), received: &received, out, bar: bar.as_ref() };
     let interrupt = Interrupt::install(client)?;
-    let mut tally = Tally { done: 0, bytes: 0, failures: Vec::new(), count, out, bar: bar.as_ref() };
-    interrupt.run(client, async {
-        let mut stream = futures::stream::iter(jobs.into_iter().map(|job| async move {
-            let result = execute(client, &job, out.guess_mime_type).await;
-            (job, result)
-        }))
-        .buffer_unordered(out.concurrency.max(1));
-        while let Some((job, result)) = stream.next().await {
-            tally.record(job, result);
-        }
-        for (bucket, keys) in by_bucket(deletes) {
-            let refused: HashMap<String, String> = match client.delete_objects(&bucket, keys.iter().cloned()).await {
-                Ok(out) => out.errors.into_iter().map(|e| (e.key.clone(), refusal(&e))).collect(),
-                Err(e) => keys.iter().map(|k| (k.clone(), e.to_string())).collect(),
-            };
-            for key in keys {
-                let result = refused.get(&key).map_or(Ok(0), |e| Err(e.clone()));
-                tally.record(Job::DeleteObject { bucket: bucket.clone(), key }, result);
+    let (tx, rx) = tokio::sync::mpsc::channel(PLAN_AHEAD);
+    let planned = interrupt.run(client, async {
+        let jobs = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|job| (job, rx)) });
+        let running = async {
+            if out.dry_run {
+                jobs.for_each(|job| {
+                    received.set(received.get() + 1);
+                    report_dry_run(&job, out);
+                    std::future::ready(())
+                })
+                .await;
+                return;
             }
-        }
+            // S3 deletes (sync --delete) are set aside and go as DeleteObjects batches after the
+            // transfers, each key still reported on its own.
+            let deletes = RefCell::new(Vec::new());
+            let transfers = jobs
+                .filter_map(|job| {
+                    received.set(received.get() + 1);
+                    if let Some(b) = &bar {
+                        b.inc_length(job.size());
+                    }
+                    std::future::ready(match job {
+                        Job::DeleteObject { .. } => {
+                            deletes.borrow_mut().push(job);
+                            None
+                        }
+                        job => Some(job),
+                    })
+                })
+                .map(|job| async move {
+                    let result = execute(client, &job, out.guess_mime_type).await;
+                    (job, result)
+                })
+                .buffer_unordered(out.concurrency.max(1));
+            {
+                let mut transfers = std::pin::pin!(transfers);
+                while let Some((job, result)) = transfers.next().await {
+                    tally.record(job, result);
+                }
+            }
+            for (bucket, keys) in by_bucket(deletes.into_inner()) {
+                let refused: HashMap<String, String> = match client.delete_objects(&bucket, keys.iter().cloned()).await
+                {
+                    Ok(out) => out.errors.into_iter().map(|e| (e.key.clone(), refusal(&e))).collect(),
+                    Err(e) => keys.iter().map(|k| (k.clone(), e.to_string())).collect(),
+                };
+                for key in keys {
+                    let result = refused.get(&key).map_or(Ok(0), |e| Err(e.clone()));
+                    tally.record(Job::DeleteObject { bucket: bucket.clone(), key }, result);
+                }
+            }
+        };
+        futures::join!(plan(tx), running).0
     })?;
     let Tally { done, bytes, failures, .. } = tally;
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    let count = received.get();
+    if out.dry_run {
+        return planned.map(|()| count);
     }
     let seconds = started.elapsed().as_secs_f64();
     if out.json {
@@ -178,11 +236,28 @@ pub(crate) fn run(client: &Client, jobs: Vec<Job>, out: Output) -> CliResult {
     } else if !out.quiet && std::io::stderr().is_terminal() {
         eprintln!("{} objects, {} in {seconds:.1} s", done - failures.len(), HumanBytes(bytes));
     }
-    if failures.is_empty() {
-        return Ok(());
-    }
     let list: Vec<String> = failures.iter().map(|(src, e)| format!("  {src}: {e}")).collect();
+    if let Err(e) = planned {
+        // The plan's own error decides the exit status (a listing refused: 4); what failed
+        // before it is still named.
+        if !list.is_empty() {
+            eprintln!("{} of {done} objects failed:\n{}", failures.len(), list.join("\n"));
+        }
+        return Err(e);
+    }
+    if failures.is_empty() {
+        return Ok(count);
+    }
     Err(format!("{} of {done} objects failed:\n{}", failures.len(), list.join("\n")).into())
+}
+
+fn report_dry_run(job: &Job, out: Output) {
+    if out.json {
+        let line = serde_json::json!({"op": job.verb(), "source": job.source(), "destination": job.destination(), "dry_run": true});
+        println!("{line}");
+    } else {
+        println!("(dryrun) {}", job.describe());
+    }
 }
 
 /// The running count of a fleet: what finished, what moved, what failed.
@@ -190,7 +265,8 @@ struct Tally<'a> {
     done: usize,
     bytes: u64,
     failures: Vec<(String, String)>,
-    count: usize,
+    /// Jobs planned so far (a listing may still be adding to them).
+    received: &'a Cell<usize>,
     out: Output,
     bar: Option<&'a ProgressBar>,
 }
@@ -211,7 +287,7 @@ impl Tally<'_> {
         }
         if let Some(b) = self.bar {
             b.set_position(self.bytes);
-            b.set_message(format!("{}/{} objects", self.done, self.count));
+            b.set_message(format!("{}/{} objects", self.done, self.received.get()));
         }
     }
 }
@@ -300,5 +376,6 @@ async fn execute(client: &Client, job: &Job, guess_mime_type: bool) -> Result<u6
             std::fs::remove_file(path).map_err(|e| format!("cannot delete {}: {e}", path.display()))?;
             Ok(0)
         }
+        Job::Refused { reason, .. } => Err(reason.clone()),
     }
 }
