@@ -324,3 +324,27 @@ fn listing_and_transfers_overlap() {
     let early = log[..lists[2]].iter().filter(|r| r.op == Op::GetObject).count();
     assert!(early >= 1, "no download started before the last page was listed");
 }
+
+/// A destination bucket that does not exist fails every object the same way: the fleet stops
+/// at the first NoSuchBucket instead of trying (and printing) all of them, and exits with the
+/// not-found status (3).
+#[test]
+fn a_missing_bucket_stops_the_fleet() {
+    use gantry_faults::{FaultServer, Op};
+    let server = FaultServer::start();
+    server.insert_object("fleet", "x", bytes::Bytes::from_static(b"x"));
+    let work = tempfile::tempdir().unwrap();
+    for i in 0..200 {
+        std::fs::write(work.path().join(format!("f{i:03}")), pattern(10, i)).unwrap();
+    }
+    let out = gantry_at(
+        &server.endpoint(),
+        ("AKID", "SECRET"),
+        &["cp", "-r", "--concurrency", "2", work.path().to_str().unwrap(), "s3://no-such-bucket/p/"],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("NoSuchBucket") && stderr.contains("stopped"), "{stderr}");
+    let puts = server.request_count(Op::PutObject);
+    assert!((1..=4).contains(&puts), "{puts} uploads tried after the bucket was found missing");
+}

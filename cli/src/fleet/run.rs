@@ -163,7 +163,9 @@ where
         bar
     });
     let received = Cell::new(0usize);
-    let mut tally = Tally { done: 0, bytes: 0, failures: Vec::new(), received: &received, out, bar: bar.as_ref() };
+    let mut tally =
+        Tally { done: 0, bytes: 0, failures: Vec::new(), received: &received, stop: None, out, bar: bar.as_ref() };
+    let stopped = Cell::new(false);
     let interrupt = Interrupt::install(client)?;
     let (tx, rx) = tokio::sync::mpsc::channel(PLAN_AHEAD);
     let planned = interrupt.run(client, async {
@@ -182,6 +184,7 @@ where
             // transfers, each key still reported on its own.
             let deletes = RefCell::new(Vec::new());
             let transfers = jobs
+                .take_while(|_| std::future::ready(!stopped.get()))
                 .filter_map(|job| {
                     received.set(received.get() + 1);
                     if let Some(b) = &bar {
@@ -204,7 +207,11 @@ where
                 let mut transfers = std::pin::pin!(transfers);
                 while let Some((job, result)) = transfers.next().await {
                     tally.record(job, result);
+                    stopped.set(tally.stop.is_some());
                 }
+            }
+            if stopped.get() {
+                return;
             }
             for (bucket, keys) in by_bucket(deletes.into_inner()) {
                 let refused: HashMap<String, String> = match client.delete_objects(&bucket, keys.iter().cloned()).await
@@ -213,14 +220,14 @@ where
                     Err(e) => keys.iter().map(|k| (k.clone(), e.to_string())).collect(),
                 };
                 for key in keys {
-                    let result = refused.get(&key).map_or(Ok(0), |e| Err(e.clone()));
+                    let result = refused.get(&key).map_or(Ok(0), |e| Err(JobError::Object(e.clone())));
                     tally.record(Job::DeleteObject { bucket: bucket.clone(), key }, result);
                 }
             }
         };
         futures::join!(plan(tx), running).0
     })?;
-    let Tally { done, bytes, failures, .. } = tally;
+    let Tally { done, bytes, failures, stop, .. } = tally;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -237,6 +244,12 @@ where
         eprintln!("{} objects, {} in {seconds:.1} s", done - failures.len(), HumanBytes(bytes));
     }
     let list: Vec<String> = failures.iter().map(|(src, e)| format!("  {src}: {e}")).collect();
+    if let Some(e) = stop {
+        // Its status (3 for a missing bucket, 4 for refused credentials) is the command's.
+        eprintln!("{} of {done} objects failed:\n{}", failures.len(), list.join("\n"));
+        eprintln!("stopped: every remaining object would fail the same way; none of them was tried");
+        return Err(Box::new(e));
+    }
     if let Err(e) = planned {
         // The plan's own error decides the exit status (a listing refused: 4); what failed
         // before it is still named.
@@ -267,13 +280,15 @@ struct Tally<'a> {
     failures: Vec<(String, String)>,
     /// Jobs planned so far (a listing may still be adding to them).
     received: &'a Cell<usize>,
+    /// The first failure that stops the fleet (see [`JobError::Fleet`]).
+    stop: Option<gantry::Error>,
     out: Output,
     bar: Option<&'a ProgressBar>,
 }
 
 impl Tally<'_> {
     /// Reports one finished job and counts it.
-    fn record(&mut self, job: Job, result: Result<u64, String>) {
+    fn record(&mut self, job: Job, result: Result<u64, JobError>) {
         self.done += 1;
         match result {
             Ok(n) => {
@@ -281,8 +296,15 @@ impl Tally<'_> {
                 report_ok(&job, n, self.out, self.bar);
             }
             Err(e) => {
-                report_err(&job, &e, self.out, self.bar);
-                self.failures.push((job.source(), e));
+                let message = match &e {
+                    JobError::Object(m) => m.clone(),
+                    JobError::Fleet(e) => e.to_string(),
+                };
+                report_err(&job, &message, self.out, self.bar);
+                self.failures.push((job.source(), message));
+                if let (JobError::Fleet(e), None) = (e, &self.stop) {
+                    self.stop = Some(e);
+                }
             }
         }
         if let Some(b) = self.bar {
@@ -340,13 +362,44 @@ fn report_err(job: &Job, e: &str, out: Output, bar: Option<&ProgressBar>) {
     }
 }
 
+/// Why a job failed: that object alone, or a cause every other job would meet as well.
+#[derive(Debug)]
+enum JobError {
+    Object(String),
+    /// The bucket does not exist or the credentials are refused: going on would fail every
+    /// remaining object the same way (10,000 lines of NoSuchBucket for one typo), so the
+    /// fleet stops and the command exits with this error's status.
+    Fleet(gantry::Error),
+}
+
+impl From<String> for JobError {
+    fn from(message: String) -> Self {
+        JobError::Object(message)
+    }
+}
+
+impl From<gantry::Error> for JobError {
+    fn from(e: gantry::Error) -> Self {
+        let every_object = e.kind() == gantry::ErrorKind::Credentials
+            || matches!(
+                e.s3_code(),
+                Some("NoSuchBucket" | "InvalidAccessKeyId" | "SignatureDoesNotMatch" | "ExpiredToken")
+            );
+        if every_object {
+            JobError::Fleet(e)
+        } else {
+            JobError::Object(e.to_string())
+        }
+    }
+}
+
 /// Carries out one job; returns the bytes moved.
-async fn execute(client: &Client, job: &Job, guess_mime_type: bool) -> Result<u64, String> {
+async fn execute(client: &Client, job: &Job, guess_mime_type: bool) -> Result<u64, JobError> {
     match job {
         Job::Upload { path, bucket, key, .. } => {
             let guessed = guess_mime_type.then(|| mime_guess::from_path(path).first_raw()).flatten();
             let options = guessed.map_or_else(PutOptions::new, |ct| PutOptions::new().content_type(ct));
-            let out = client.put_file_with(bucket, key, path, &options).await.map_err(|e| e.to_string())?;
+            let out = client.put_file_with(bucket, key, path, &options).await?;
             Ok(out.size)
         }
         Job::Download { bucket, key, path, modified, .. } => {
@@ -354,9 +407,9 @@ async fn execute(client: &Client, job: &Job, guess_mime_type: bool) -> Result<u6
                 std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
             }
             if path.is_dir() {
-                return Err(format!("{} is a directory", path.display()));
+                return Err(format!("{} is a directory", path.display()).into());
             }
-            let info = client.download_to_file(bucket, key, path).await.map_err(|e| e.to_string())?;
+            let info = client.download_to_file(bucket, key, path).await?;
             if let Some(t) = modified {
                 // Best effort: the bytes are in place either way.
                 let _ = std::fs::File::options().write(true).open(path).and_then(|f| f.set_modified(*t));
@@ -364,18 +417,18 @@ async fn execute(client: &Client, job: &Job, guess_mime_type: bool) -> Result<u6
             Ok(info.size)
         }
         Job::Copy { src_bucket, src_key, bucket, key, .. } => {
-            let out = client.copy_object(src_bucket, src_key, bucket, key).await.map_err(|e| e.to_string())?;
+            let out = client.copy_object(src_bucket, src_key, bucket, key).await?;
             Ok(out.size)
         }
         // Batched by `run` (DeleteObjects); a single one still works.
         Job::DeleteObject { bucket, key } => {
-            client.delete_object(bucket, key).await.map_err(|e| e.to_string())?;
+            client.delete_object(bucket, key).await?;
             Ok(0)
         }
         Job::DeleteFile { path } => {
             std::fs::remove_file(path).map_err(|e| format!("cannot delete {}: {e}", path.display()))?;
             Ok(0)
         }
-        Job::Refused { reason, .. } => Err(reason.clone()),
+        Job::Refused { reason, .. } => Err(reason.clone().into()),
     }
 }
