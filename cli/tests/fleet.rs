@@ -348,3 +348,28 @@ fn a_missing_bucket_stops_the_fleet() {
     let puts = server.request_count(Op::PutObject);
     assert!((1..=4).contains(&puts), "{puts} uploads tried after the bucket was found missing");
 }
+
+/// `rm --recursive` deletes each listing page while the next is listed: with the second page
+/// held back 2 s, the first page's DeleteObjects arrives before the third page is asked for.
+/// Folder markers (`dir/`) go too, and every key is gone in the end.
+#[test]
+fn rm_deletes_while_it_lists() {
+    use gantry_faults::{Fault, FaultServer, Match, Op, Rule};
+    use std::time::Duration;
+    let server = FaultServer::start();
+    for i in 0..2500 {
+        server.insert_object("fleet", &format!("old/k{i:04}"), bytes::Bytes::from_static(b"x"));
+    }
+    server.insert_object("fleet", "old/zz-marker/", bytes::Bytes::new());
+    server
+        .add_rule(Rule::new(Match::op(Op::ListObjectsV2).every_nth(2), Fault::Stall(Duration::from_secs(2))).times(1));
+    let out = gantry_at(&server.endpoint(), ("AKID", "SECRET"), &["rm", "-r", "--json", "s3://fleet/old/"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.lines().last().unwrap().contains(r#""deleted":2501"#), "{}", stdout.lines().last().unwrap());
+    let log = server.requests();
+    let lists: Vec<usize> = log.iter().enumerate().filter(|(_, r)| r.op == Op::ListObjectsV2).map(|(i, _)| i).collect();
+    assert_eq!(lists.len(), 3);
+    assert!(log[..lists[2]].iter().any(|r| r.op == Op::DeleteObjects), "no delete before the last page was listed");
+    assert!(server.object("fleet", "old/zz-marker/").is_none() && server.object("fleet", "old/k0000").is_none());
+}
