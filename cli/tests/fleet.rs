@@ -373,3 +373,29 @@ fn rm_deletes_while_it_lists() {
     assert!(log[..lists[2]].iter().any(|r| r.op == Op::DeleteObjects), "no delete before the last page was listed");
     assert!(server.object("fleet", "old/zz-marker/").is_none() && server.object("fleet", "old/k0000").is_none());
 }
+
+/// A prefix-to-prefix copy takes each source's size from the listing: a small object is one
+/// CopyObject with no HEAD before it (s5cmd's request count), and only an object above the
+/// copy threshold (5 MiB here) is HEADed, for the ETag that pins its parts.
+#[test]
+fn listed_copies_send_no_head_under_the_threshold() {
+    use gantry_faults::{FaultServer, Op};
+    let server = FaultServer::start();
+    for i in 0..20 {
+        server.insert_object("fleet", &format!("src/k{i:02}"), bytes::Bytes::from(pattern(1000, i)));
+    }
+    server.insert_object("fleet", "src/large", bytes::Bytes::from(pattern(12 << 20, 99)));
+    let out = gantry_at(
+        &server.endpoint(),
+        ("AKID", "SECRET"),
+        &["cp", "-r", "--quiet", "s3://fleet/src/", "s3://fleet/dst/"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for i in 0..20 {
+        assert_eq!(server.object("fleet", &format!("dst/k{i:02}")).unwrap(), pattern(1000, i));
+    }
+    assert_eq!(server.object("fleet", "dst/large").unwrap(), pattern(12 << 20, 99));
+    assert_eq!(server.request_count(Op::CopyObject), 20);
+    assert_eq!(server.request_count(Op::HeadObject), 1);
+    assert_eq!(server.request_count(Op::UploadPartCopy), 3);
+}

@@ -83,8 +83,8 @@ pub use download::stream::GetStream;
 pub use error::{Error, ErrorKind, Operation, Result};
 pub use metrics::{ChecksumCounts, LaneSnapshot, MetricsSnapshot, RetryCounts};
 pub use types::{
-    AppendOutput, BucketSummary, CopyOutput, DeleteObjectError, DeleteObjectsOutput, ListOptions, ListPage,
-    MultipartUploadSummary, NotVerifiedReason, ObjectInfo, ObjectSummary, PutOutput, Verification,
+    AppendOutput, BucketSummary, CopyOptions, CopyOutput, DeleteObjectError, DeleteObjectsOutput, ListOptions,
+    ListPage, MultipartUploadSummary, NotVerifiedReason, ObjectInfo, ObjectSummary, PutOutput, Verification,
 };
 pub use upload::options::PutOptions;
 pub use upload::writer::Upload;

@@ -223,6 +223,34 @@ pub struct PutOutput {
     pub parts: u32,
 }
 
+/// Options of a server-side copy ([`crate::Client::copy_object_with`]). Build it with
+/// [`CopyOptions::new`] and the setters (`#[non_exhaustive]`, so a new option does not break
+/// callers).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CopyOptions {
+    /// The source's size, as a listing reported it. See [`CopyOptions::source_size`].
+    pub source_size: Option<u64>,
+}
+
+impl CopyOptions {
+    /// No options: the source is HEADed first, as [`crate::Client::copy_object`] does.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The source's size, known from a listing. Why: a fleet copy has just listed every
+    /// source, and a HEAD per object doubles its requests. Up to the copy threshold the copy
+    /// is then one CopyObject with nothing before it; the source is not pinned to a version,
+    /// so an object replaced since the listing is copied as it now is (as `aws s3 cp` and
+    /// s5cmd do), and [`CopyOutput::size`] is the size given here. Above the threshold the
+    /// source is still HEADed: the parts need its content type and its ETag to pin the version.
+    pub fn source_size(mut self, size: u64) -> Self {
+        self.source_size = Some(size);
+        self
+    }
+}
+
 /// Result of a server-side copy ([`crate::Client::copy_object`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
 use futures::StreamExt;
-use gantry::{Client, PutOptions};
+use gantry::{Client, CopyOptions, PutOptions};
 use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
 
 use crate::interrupt::Interrupt;
@@ -416,8 +416,10 @@ async fn execute(client: &Client, job: &Job, guess_mime_type: bool) -> Result<u6
             }
             Ok(info.size)
         }
-        Job::Copy { src_bucket, src_key, bucket, key, .. } => {
-            let out = client.copy_object(src_bucket, src_key, bucket, key).await?;
+        Job::Copy { src_bucket, src_key, bucket, key, size } => {
+            // The listing gave the size: a small copy is one CopyObject with no HEAD before it.
+            let options = CopyOptions::new().source_size(*size);
+            let out = client.copy_object_with(src_bucket, src_key, bucket, key, &options).await?;
             Ok(out.size)
         }
         // Batched by `run` (DeleteObjects); a single one still works.

@@ -7,7 +7,8 @@
 //! pass through the client, so a part buys only server-side parallelism and costs a request.
 //! With the upload's 8 MiB a 64 MiB copy took 11 requests where one CopyObject does.
 //!
-//! The source is HEADed first: its size picks the path and cuts the parts, and its ETag pins
+//! The source is HEADed first, unless the caller knows its size from a listing and it is
+//! under the threshold ([`CopyOptions::source_size`]): its size picks the path and cuts the parts, and its ETag pins
 //! the version. Every request then carries `x-amz-copy-source-if-match`, so a source replaced
 //! mid-copy fails with [`ErrorKind::ObjectChanged`](crate::ErrorKind::ObjectChanged) instead
 //! of assembling parts of two versions. The destination gets the source's content type (a
@@ -22,7 +23,7 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::object_client::{GetPart, ObjectClient};
 use crate::s3::copy_object::{copy_put_options, CopySource};
-use crate::types::CopyOutput;
+use crate::types::{CopyOptions, CopyOutput};
 
 use super::{multipart_known_size, PartBody, PartPlan};
 
@@ -33,7 +34,16 @@ pub(crate) async fn copy_object<C: ObjectClient>(
     src_key: &str,
     bucket: Arc<str>,
     key: Arc<str>,
+    options: &CopyOptions,
 ) -> Result<CopyOutput> {
+    if let Some(size) = options.source_size.filter(|&n| n <= shared.config.copy_threshold_bytes) {
+        // The caller listed the source: one CopyObject, no HEAD and no version pin.
+        let source = CopySource { bucket: src_bucket.to_string(), key: src_key.to_string(), etag: None };
+        let slot = shared.scheduler.slot().await;
+        let copied = shared.store.copy_object(&source, &bucket, &key).await?;
+        drop(slot);
+        return Ok(CopyOutput { etag: copied.etag, size, parts: 1 });
+    }
     let slot = shared.scheduler.slot().await;
     let head = shared.store.head(src_bucket, src_key, &GetPart::default()).await;
     drop(slot);
@@ -84,7 +94,7 @@ mod tests {
         let store = Arc::new(MockStore::new(Default::default()));
         store.insert("src", ramp(1000));
         let ctx = context(store.clone()).await;
-        let out = copy_object(ctx, "b", "src", "b".into(), "dst".into()).await.unwrap();
+        let out = copy_object(ctx, "b", "src", "b".into(), "dst".into(), &CopyOptions::new()).await.unwrap();
         assert_eq!((out.size, out.parts), (1000, 1));
         assert_eq!(store.object("dst").unwrap(), ramp(1000));
         let ops: Vec<_> = store.calls().into_iter().map(|c| c.op).collect();
@@ -93,12 +103,33 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_listed_size_skips_the_head_only_under_the_threshold() {
+        let store = Arc::new(MockStore::new(Default::default()));
+        store.insert("small", ramp(1000));
+        store.insert("large", ramp(23 << 20));
+        let ctx = context(store.clone()).await;
+        let listed = CopyOptions::new().source_size(1000);
+        let out = copy_object(ctx.clone(), "b", "small", "b".into(), "s2".into(), &listed).await.unwrap();
+        assert_eq!((out.size, out.parts), (1000, 1));
+        assert_eq!(store.object("s2").unwrap(), ramp(1000));
+        let calls = store.calls();
+        assert_eq!(calls.iter().map(|c| c.op).collect::<Vec<_>>(), [Operation::CopyObject]);
+        assert!(calls[0].if_match.is_none(), "nothing was HEADed, so nothing pins the version");
+        // Above the threshold the parts still need the HEAD's ETag and content type.
+        let listed = CopyOptions::new().source_size(23 << 20);
+        let out = copy_object(ctx, "b", "large", "b".into(), "l2".into(), &listed).await.unwrap();
+        assert_eq!(out.parts, 5);
+        assert_eq!(store.count(Operation::HeadObject), 1);
+        assert_eq!(store.object("l2").unwrap(), ramp(23 << 20));
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn large_objects_copy_in_parallel_parts() {
         let store = Arc::new(MockStore::new(Default::default()));
         let data = ramp(23 << 20);
         store.insert("src", data.clone());
         let ctx = context(store.clone()).await;
-        let out = copy_object(ctx, "b", "src", "b".into(), "dst".into()).await.unwrap();
+        let out = copy_object(ctx, "b", "src", "b".into(), "dst".into(), &CopyOptions::new()).await.unwrap();
         assert_eq!((out.size, out.parts), (23 << 20, 5));
         assert_eq!(store.object("dst").unwrap(), data);
         let ranges: Vec<_> =
@@ -114,7 +145,7 @@ mod tests {
         // Part 3 (from 10 MiB) is refused.
         store.fault(Operation::UploadPartCopy, Some(10 << 20), Fault::Fail(ErrorKind::AccessDenied, Some(403)));
         let ctx = context(store.clone()).await;
-        let err = copy_object(ctx, "b", "src", "b".into(), "dst".into()).await.unwrap_err();
+        let err = copy_object(ctx, "b", "src", "b".into(), "dst".into(), &CopyOptions::new()).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::AccessDenied);
         assert!(store.object("dst").is_none());
         assert!(store.calls().iter().any(|c| c.op == Operation::AbortMultipartUpload));
@@ -132,7 +163,7 @@ mod tests {
             Fault::Hook(Arc::new(|s: &MockStore| s.insert("src", ramp(23 << 20)))),
         );
         let ctx = context(store.clone()).await;
-        let err = copy_object(ctx, "b", "src", "b".into(), "dst".into()).await.unwrap_err();
+        let err = copy_object(ctx, "b", "src", "b".into(), "dst".into(), &CopyOptions::new()).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::ObjectChanged);
         assert!(store.object("dst").is_none());
         assert_eq!(store.open_uploads(), 0);
