@@ -399,3 +399,32 @@ fn listed_copies_send_no_head_under_the_threshold() {
     assert_eq!(server.request_count(Op::HeadObject), 1);
     assert_eq!(server.request_count(Op::UploadPartCopy), 3);
 }
+
+/// Keys `d` and `d/x` cannot both land in one directory tree: a file `d` and a directory `d`.
+/// Whichever comes second fails alone and named; the other lands. With a directory `d`
+/// already there, the object `d` is the one refused, as a directory.
+#[test]
+fn a_key_that_is_also_a_folder_fails_alone() {
+    use gantry_faults::FaultServer;
+    let server = FaultServer::start();
+    server.insert_object("fleet", "p/d", bytes::Bytes::from_static(b"file"));
+    server.insert_object("fleet", "p/d/x", bytes::Bytes::from_static(b"inside"));
+    let run = |dst: &Path| {
+        let args = ["cp", "-r", "--quiet", "--concurrency", "1", "s3://fleet/p/", dst.to_str().unwrap()];
+        gantry_at(&server.endpoint(), ("AKID", "SECRET"), &args)
+    };
+    let work = tempfile::tempdir().unwrap();
+    let fresh = work.path().join("fresh");
+    let out = run(&fresh);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("1 of 2 objects failed") && stderr.contains("s3://fleet/p/d/x"), "{stderr}");
+    assert_eq!(std::fs::read(fresh.join("d")).unwrap(), b"file");
+    let made = work.path().join("made");
+    std::fs::create_dir_all(made.join("d")).unwrap();
+    let out = run(&made);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("1 of 2 objects failed") && stderr.contains("is a directory"), "{stderr}");
+    assert_eq!(std::fs::read(made.join("d/x")).unwrap(), b"inside");
+}

@@ -4,7 +4,7 @@
 //! reported and the others go on; the command then fails, naming every failure.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -183,6 +183,8 @@ where
             // S3 deletes (sync --delete) are set aside and go as DeleteObjects batches after the
             // transfers, each key still reported on its own.
             let deletes = RefCell::new(Vec::new());
+            // Local directories this fleet has made (downloads).
+            let made_dirs = RefCell::new(HashSet::new());
             let transfers = jobs
                 .take_while(|_| std::future::ready(!stopped.get()))
                 .filter_map(|job| {
@@ -198,9 +200,12 @@ where
                         job => Some(job),
                     })
                 })
-                .map(|job| async move {
-                    let result = execute(client, &job, out.guess_mime_type).await;
-                    (job, result)
+                .map(|job| {
+                    let made_dirs = &made_dirs;
+                    async move {
+                        let result = execute(client, &job, out.guess_mime_type, made_dirs).await;
+                        (job, result)
+                    }
                 })
                 .buffer_unordered(out.concurrency.max(1));
             {
@@ -394,7 +399,12 @@ impl From<gantry::Error> for JobError {
 }
 
 /// Carries out one job; returns the bytes moved.
-async fn execute(client: &Client, job: &Job, guess_mime_type: bool) -> Result<u64, JobError> {
+async fn execute(
+    client: &Client,
+    job: &Job,
+    guess_mime_type: bool,
+    made_dirs: &RefCell<HashSet<PathBuf>>,
+) -> Result<u64, JobError> {
     match job {
         Job::Upload { path, bucket, key, .. } => {
             let guessed = guess_mime_type.then(|| mime_guess::from_path(path).first_raw()).flatten();
@@ -403,11 +413,12 @@ async fn execute(client: &Client, job: &Job, guess_mime_type: bool) -> Result<u6
             Ok(out.size)
         }
         Job::Download { bucket, key, path, modified, .. } => {
-            if let Some(parent) = path.parent() {
+            // Each directory is made once per fleet, not once per file (10,000 files in one
+            // directory were 10,000 failed mkdir calls). A path that is a directory is
+            // refused by download_to_file.
+            if let Some(parent) = path.parent().filter(|p| !made_dirs.borrow().contains(*p)) {
                 std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-            }
-            if path.is_dir() {
-                return Err(format!("{} is a directory", path.display()).into());
+                made_dirs.borrow_mut().insert(parent.to_path_buf());
             }
             let info = client.download_to_file(bucket, key, path).await?;
             if let Some(t) = modified {
