@@ -97,6 +97,18 @@ def preload(server, keys, size):
     harness.run_measured(harness.RUNNERS["gantry"] + [json.dumps(spec)])
 
 
+def memory_ceiling(server, row):
+    """The same GETs as a row's downloads, by gantry-bench into memory (no files, no listing, same
+    objects and requests in flight): what the server and loopback allow, the ceiling every
+    client's download is measured against. Returns seconds."""
+    keys = [f"up/obj-{i:05}.bin" for i in range(row["count"])]
+    spec = {"endpoint": server.endpoint, "bucket": "bench", "connections": row["in_flight"] * row["per_object"],
+            "part_size": 8 * MIB, "gantry_settings": {},
+            "workloads": [dict(name="ceiling", op="get", keys=keys, size=row["size"], in_flight=row["in_flight"])]}
+    out, _ = harness.run_measured(harness.RUNNERS["gantry"] + [json.dumps(spec)])
+    return {"seconds": json.loads(out.strip().splitlines()[-1])["seconds"]}
+
+
 def run_copy_row(name, row, rounds, workdir, env):
     """Row 3: a fresh server per client and round, so its closing summary counts exactly that
     client's requests."""
@@ -147,6 +159,7 @@ def run_row(name, row, rounds, workdir, env):
                     os.rename(down, kept[-1])
                 else:
                     shutil.rmtree(down)
+            got[("ceiling", "down")] = memory_ceiling(server, row)
             results.append(got)
     finally:
         summary = server.stop()
@@ -177,6 +190,11 @@ def report(name, row, results, summary):
             out.append(f"| {d} | {c} | {rng([rate(m) for m in ms], '{:.0f}')} | {rng([m['seconds'] for m in ms], '{:.2f}')} | "
                        f"{rng([m['cpu'] for m in ms], '{:.2f}')} | {rng([m['cpu'] / gib for m in ms], '{:.3f}')} | "
                        f"{max(m['rss_mib'] for m in ms):.0f} | {ratio_t} | {ratio_c} |")
+    if ("ceiling", "down") in results[0]:
+        ms = [r[("ceiling", "down")] for r in results]
+        share = rng([rate(r[("gantry", "down")]) / rate(r[("ceiling", "down")]) for r in results], "{:.2f}")
+        out += ["", f"Ceiling: the same GETs into memory (gantry-bench: no files, no listing, same requests in "
+                    f"flight) reach {rng([rate(m) for m in ms], '{:.0f}')} {unit}; gantry's download is {share} of it."]
     if summary and row.get("copy"):
         # Each client against a server of its own: what it sent, preload included (the
         # preload is PutObject / multipart uploads and one CreateBucket, the same for all).
