@@ -64,6 +64,10 @@ echo "== PyTorch benchmark smoke (benches/run.sh --torch --smoke: gantry.torch a
 benches/run.sh --torch --smoke 2>&1 | tee -a "$log"
 bench_status=${PIPESTATUS[0]}
 [[ $status -ne 0 ]] || status=$bench_status
+echo "== fleet benchmark smoke (benches/run.sh --fleet --smoke: gantry cp -r, s5cmd, aws s3 cp, 1/100 sizes)"
+benches/run.sh --fleet --smoke 2>&1 | tee -a "$log"
+bench_status=${PIPESTATUS[0]}
+[[ $status -ne 0 ]] || status=$bench_status
 set -e
 # One closing line for the whole run (cargo prints one per test binary, the last often a
 # doc-test binary with nothing in it).
